@@ -1,0 +1,87 @@
+"""Argument checks shared by every entry point: one wording, one exception per mistake."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Sequence, Union
+
+import numpy as np
+
+from .errors import AdaptivePoolTypeError, AdaptivePoolValueError, MissingArgumentError
+
+__all__ = [
+    "OutputSize",
+    "require",
+    "parse_output_size",
+    "check_rank",
+    "check_index_dtype",
+]
+
+OutputSize = Union[int, Sequence[Union[int, None]]]
+
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def require(value: object, name: str) -> object:
+    """``value``, or a :class:`MissingArgumentError` (aclnn 161001) naming ``name``."""
+    if value is None:
+        raise MissingArgumentError(f"{name} is required but got None", argument=name)
+    return value
+
+
+def _size(value: object, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise AdaptivePoolTypeError(
+            f"{name} entries must be int or None, got {value!r} ({type(value).__name__})",
+            argument=name,
+        )
+    if value < 0:
+        raise AdaptivePoolValueError(f"{name} entries must be >= 0, got {value}", argument=name)
+    return int(value)
+
+
+def parse_output_size(
+    output_size: OutputSize, in_spatial: tuple[int, ...], name: str = "output_size"
+) -> tuple[int, ...]:
+    """Normalise ``output_size`` to one int per spatial axis (``None`` keeps the input size)."""
+    require(output_size, name)
+    n = len(in_spatial)
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != n:
+            raise AdaptivePoolValueError(
+                f"{name} must have {n} entries (one per spatial axis), got {len(output_size)}: "
+                f"{tuple(output_size)!r}",
+                argument=name,
+            )
+        return tuple(
+            i if o is None else _size(o, name) for o, i in zip(output_size, in_spatial)
+        )
+    if isinstance(output_size, (numbers.Integral,)) and not isinstance(output_size, bool):
+        return (_size(output_size, name),) * n
+    raise AdaptivePoolTypeError(
+        f"{name} must be an int or a tuple of {n} ints/None, got {type(output_size).__name__}",
+        argument=name,
+    )
+
+
+def check_rank(shape: tuple[int, ...], ranks: tuple[int, ...], name: str, layout: str) -> None:
+    """A ValueError unless ``len(shape)`` is one of ``ranks``; spatial sizes must be positive."""
+    if len(shape) not in ranks:
+        raise AdaptivePoolValueError(
+            f"{name} must be {' or '.join(f'{r}-D' for r in ranks)} ({layout}), "
+            f"got shape {tuple(shape)}",
+            argument=name,
+        )
+
+
+def check_index_dtype(dtype: object, name: str) -> np.dtype:
+    """``dtype`` as int32 or int64, or a TypeError naming ``name``."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in INDEX_DTYPES:
+        raise AdaptivePoolTypeError(
+            f"{name} must have dtype int32 or int64, got {dtype}", argument=name
+        )
+    return dt

@@ -1,0 +1,196 @@
+"""The CPU backend: NumPy arrays in, ``@njit(parallel=True)`` kernels, NumPy arrays out."""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+
+from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
+from . import kernels
+
+__all__ = ["CpuBackend", "BACKEND"]
+
+
+class _Alias:
+    """Array-interface holder for a flat alias of ``owner``'s memory (kept alive as its base)."""
+
+    def __init__(self, owner: np.ndarray, address: int, n: int) -> None:
+        self.owner = owner
+        self.__array_interface__ = {
+            "version": 3,
+            "data": (address, False),
+            "shape": (n,),
+            "typestr": owner.dtype.str,
+        }
+
+
+def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A 1-D alias of the memory ``a`` spans and ``(offset, *strides)`` in elements.
+
+    Any strides work (negative, zero, channels-last) without a copy, so one compiled kernel per
+    dtype serves every layout. The alias is writeable even for read-only inputs because numba
+    types read-only arrays separately (another compile per kernel); kernels never write inputs.
+    """
+    item = a.itemsize
+    if a.size == 0:
+        return np.empty(0, a.dtype), (0,) * (a.ndim + 1)
+    if any(s % item for s in a.strides):
+        a = np.ascontiguousarray(a)  # strides that are not whole elements: rare, copy
+    strides = tuple(s // item for s in a.strides)
+    low = sum((n - 1) * s for n, s in zip(a.shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(a.shape, strides) if s > 0)
+    address = a.__array_interface__["data"][0] + low * item
+    flat = np.asarray(_Alias(a, address, high - low + 1))
+    return flat, (-low,) + strides
+
+
+class CpuBackend:
+    """Runs the executors' kernels on NumPy arrays."""
+
+    name = "cpu"
+    array_kind = "numpy.ndarray"
+
+    def __init__(self) -> None:
+        # numba's workqueue threading layer aborts the process when two Python threads enter a
+        # parallel region at once. Launches are serialised until the first one has shown which
+        # layer numba picked, and for good if it is workqueue.
+        self._lock: threading.Lock | None = threading.Lock()
+        self._layer_known = False
+
+    # -- arrays ------------------------------------------------------------------------------
+    def owns(self, a: object) -> bool:
+        return isinstance(a, np.ndarray)
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, like: object = None) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def zero(self, a: np.ndarray, stream: object = None) -> None:
+        a[...] = 0
+
+    def describe(self, a: np.ndarray) -> tuple[tuple[int, ...], np.dtype]:
+        return a.shape, a.dtype
+
+    def read_element(self, a: np.ndarray, pos: tuple[int, ...]) -> object:
+        return a[pos].item()
+
+    def view5(self, a: np.ndarray, storage, batched: bool, spatial: int) -> np.ndarray:
+        """``a`` as its storage dtype with singleton N (unbatched) and D (2-D) axes: a view."""
+        if storage is not None and a.dtype != storage:
+            a = a.view(storage)
+        if not batched:
+            a = a[np.newaxis]
+        if spatial == 2:
+            a = a[:, :, np.newaxis]
+        return a
+
+    def self_overlapping(self, a: np.ndarray) -> bool:
+        """Whether two elements of ``a`` may share memory (conservative: sorted-stride test)."""
+        extent = a.itemsize
+        for s, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1):
+            if s < extent:
+                return True
+            extent = s * (n - 1) + extent
+        return False
+
+    def shares_memory(self, a: np.ndarray, b: np.ndarray) -> bool:
+        if not np.may_share_memory(a, b):
+            return False
+        try:
+            return bool(np.shares_memory(a, b, max_work=1_000_000))
+        except np.exceptions.TooHardError:
+            return True
+
+    def is_writeable(self, a: np.ndarray) -> bool:
+        return bool(a.flags.writeable)
+
+    # -- workspace ---------------------------------------------------------------------------
+    def tables(self, tab: np.ndarray) -> np.ndarray:
+        return tab
+
+    def bind_workspace(self, tab: np.ndarray, workspace: object, size: int) -> np.ndarray:
+        """Copy the window tables into a caller's ``uint8`` workspace; return the int64 view."""
+        if not isinstance(workspace, np.ndarray):
+            raise AdaptivePoolTypeError(
+                f"workspace must be a numpy.ndarray of uint8 for the CPU backend, "
+                f"got {type(workspace).__name__}",
+                argument="workspace",
+            )
+        if workspace.dtype != np.uint8 or workspace.ndim != 1 or not workspace.flags.c_contiguous:
+            raise AdaptivePoolTypeError(
+                f"workspace must be a contiguous 1-D uint8 array, got dtype {workspace.dtype} "
+                f"with shape {workspace.shape}",
+                argument="workspace",
+            )
+        if workspace.nbytes < size:
+            raise AdaptivePoolValueError(
+                f"workspace has {workspace.nbytes} bytes; this executor needs {size}",
+                argument="workspace",
+            )
+        if workspace.ctypes.data % 8:
+            raise AdaptivePoolValueError(
+                "workspace must be 8-byte aligned (allocate it with numpy.empty)",
+                argument="workspace",
+            )
+        view = workspace[:size].view(np.int64)
+        view[:] = tab
+        return view
+
+    # -- kernels -----------------------------------------------------------------------------
+    def _launch(self, kernel, *args):
+        lock = self._lock
+        if lock is None:
+            kernel(*args)
+            return
+        with lock:
+            kernel(*args)
+            if not self._layer_known:
+                self._layer_known = True
+                if numba.threading_layer() != "workqueue":
+                    self._lock = None
+
+    @staticmethod
+    def _rows_per_item(slabs: int, rows: int) -> int:
+        """Split each slab's rows into blocks so that there are work items for every thread."""
+        target = 8 * numba.get_num_threads()
+        if slabs >= target:
+            return max(rows, 1)
+        blocks = min(rows, -(-target // max(slabs, 1)))
+        return -(-rows // max(blocks, 1))
+
+    def avg_pool(self, x, y, tab, dims, stream=None) -> None:
+        xf, xg = flat_geometry(x)
+        yf, yg = flat_geometry(y)
+        self._launch(kernels.avg_pool, xf, xg, yf, yg, tab, dims)
+
+    def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
+        gf, gg = flat_geometry(go)
+        if_, ig = flat_geometry(gi)
+        rpi = self._rows_per_item(dims[0] * dims[1] * dims[2], dims[3])
+        self._launch(kernels.avg_pool_backward, gf, gg, if_, ig, tab, dims, rpi)
+
+    def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
+        xf, xg = flat_geometry(x)
+        yf, yg = flat_geometry(y)
+        jf, jg = flat_geometry(ind)
+        self._launch(kernels.max_pool, xf, xg, yf, yg, jf, jg, tab, dims)
+
+    def first_bad_index(self, ind, tab, dims, stream=None) -> int:
+        """Flat position (C order of ``ind``) of the first out-of-window index, or -1."""
+        jf, jg = flat_geometry(ind)
+        n, c, _, _, _, od, oh, ow = dims
+        bad = np.empty(n * c * od * oh, np.int64)
+        self._launch(kernels.first_bad_index, jf, jg, tab, dims, bad)
+        rows = np.flatnonzero(bad >= 0)
+        return -1 if rows.size == 0 else int(rows[0]) * ow + int(bad[rows[0]])
+
+    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None) -> None:
+        gf, gg = flat_geometry(go)
+        jf, jg = flat_geometry(ind)
+        if_, ig = flat_geometry(gi)
+        rpi = self._rows_per_item(dims[0] * dims[1] * dims[2], dims[3])
+        self._launch(kernels.max_pool_backward, gf, gg, jf, jg, if_, ig, tab, dims, rpi)
+
+
+BACKEND = CpuBackend()

@@ -1,0 +1,66 @@
+"""Choose the backend from the kind of array: NumPy -> CPU, CUDA arrays -> GPU.
+
+``numba.cuda`` is never imported here: the CUDA backend module is loaded only when a CUDA array
+is first seen (an object exposing ``__cuda_array_interface__``, or an array of Numba's CUDA
+simulator, whose module can only have been imported by the caller).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .cpu.backend import BACKEND as CPU
+from .errors import AdaptivePoolTypeError
+
+__all__ = ["backend_for", "is_cuda_array", "cuda_backend"]
+
+_SIMULATOR_MODULES = ("numba.cuda.simulator", "numba_cuda.numba.cuda.simulator")
+
+
+def is_cuda_array(a: object) -> bool:
+    """Whether ``a`` lives on a CUDA device (or in Numba's CUDA simulator)."""
+    if isinstance(a, np.ndarray):
+        return False
+    if type(a).__module__.startswith(_SIMULATOR_MODULES):
+        return True
+    try:
+        a.__cuda_array_interface__  # PyTorch raises AttributeError on CPU tensors
+    except (AttributeError, RuntimeError, TypeError):
+        return False
+    return True
+
+
+def cuda_backend() -> Any:
+    """The CUDA backend, imported on first use."""
+    from .cuda.backend import BACKEND  # noqa: PLC0415 - lazy by design
+
+    return BACKEND
+
+
+def backend_for(**arrays: object) -> Any:
+    """The backend that owns every non-None array in ``arrays`` (keyword = argument name)."""
+    chosen: dict[str, str] = {}
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        if isinstance(a, np.ndarray):
+            chosen[name] = "cpu"
+        elif is_cuda_array(a):
+            chosen[name] = "cuda"
+        else:
+            hint = " (call .numpy() on a CPU tensor)" if type(a).__module__ == "torch" else ""
+            raise AdaptivePoolTypeError(
+                f"{name} must be a numpy.ndarray or a CUDA array (Numba device array, CuPy "
+                f"array, PyTorch CUDA tensor), got {type(a).__module__}.{type(a).__name__}{hint}",
+                argument=name,
+            )
+    kinds = set(chosen.values())
+    if len(kinds) > 1:
+        where = ", ".join(f"{n} on {k}" for n, k in chosen.items())
+        raise AdaptivePoolTypeError(
+            f"arrays must all be on one device, got {where}",
+            argument=next(n for n, k in chosen.items() if k != next(iter(chosen.values()))),
+        )
+    return cuda_backend() if kinds == {"cuda"} else CPU

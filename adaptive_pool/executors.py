@@ -1,0 +1,325 @@
+"""Executors: a validated plan for one operator, shape, dtype and backend.
+
+Building an executor checks every argument once and precomputes the window tables of
+:mod:`adaptive_pool.windows` on its backend: that memory is the workspace. Running it checks only
+that the arrays handed in fit the plan (and, for the max backward, the index values), then
+launches one kernel. Executors are reusable, safe to run from several threads on different
+outputs, and cached by their key so the one-call functions plan once per shape.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from . import windows
+from .arguments import check_index_dtype, check_rank, require
+from .dtypes import DTypeSpec, resolve_dtype
+from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
+
+__all__ = [
+    "Operator",
+    "OPERATORS",
+    "PlanKey",
+    "Executor",
+    "get_executor",
+    "clear_cache",
+]
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Operator:
+    """Static facts about one operator."""
+
+    name: str
+    spatial: int  # number of spatial axes
+    backward: bool
+    max: bool
+
+    @property
+    def ranks(self) -> tuple[int, int]:
+        return (self.spatial + 1, self.spatial + 2)
+
+    @property
+    def layout(self) -> str:
+        sp = "H, W" if self.spatial == 2 else "D, H, W"
+        return f"(C, {sp}) or (N, C, {sp})"
+
+
+OPERATORS = {
+    op.name: op
+    for op in (
+        Operator("adaptive_avg_pool2d", 2, backward=False, max=False),
+        Operator("adaptive_avg_pool2d_backward", 2, backward=True, max=False),
+        Operator("adaptive_max_pool3d", 3, backward=False, max=True),
+        Operator("adaptive_max_pool3d_backward", 3, backward=True, max=True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class PlanKey:
+    """What an executor is specialised for. Strides are not part of it: any layout runs."""
+
+    op: str
+    backend: str
+    x_shape: tuple[int, ...]
+    out_spatial: tuple[int, ...]
+    dtype: np.dtype
+    index_dtype: Optional[np.dtype] = None
+
+
+class Executor:
+    """A reusable plan for one adaptive pooling operator.
+
+    Use :func:`get_executor` (cached) rather than the constructor. Call :meth:`run` with the
+    operator's arrays; the acl two-phase API and the functions of
+    :mod:`adaptive_pool.functional` are thin layers over it.
+
+    Attributes
+    ----------
+    op : Operator
+        The operator.
+    backend : object
+        The backend (``"cpu"`` or ``"cuda"``) it runs on.
+    x_shape, y_shape : tuple of int
+        The forward input and output shapes (for a backward: ``grad_input`` and ``grad_output``).
+    spec : DTypeSpec
+        The data dtype and how it is stored and accumulated.
+    index_dtype : numpy.dtype or None
+        int32 or int64 for the max operators.
+    workspace_size : int
+        Bytes of workspace (the window tables); 0 for an empty problem.
+    """
+
+    def __init__(self, key: PlanKey, backend: Any) -> None:
+        self.key = key
+        self.op = OPERATORS[key.op]
+        self.backend = backend
+        self.spec: DTypeSpec = resolve_dtype(key.dtype, "x")
+        self.index_dtype = key.index_dtype
+        sp = self.op.spatial
+        self.x_shape = key.x_shape
+        self.lead = key.x_shape[:-sp]
+        self.batched = len(self.lead) == 2
+        self.y_shape = self.lead + key.out_spatial
+        n, c = self.lead if self.batched else (1, self.lead[0])
+        in3 = (1,) * (3 - sp) + key.x_shape[-sp:]
+        out3 = (1,) * (3 - sp) + key.out_spatial
+        self.dims = (n, c) + in3 + out3
+        # Nothing to compute: no planes, or an empty output (a backward of it is all zeros).
+        self.empty = n * c == 0 or 0 in out3
+        if self.empty:
+            self.tables_host = np.empty(0, np.int64)
+        else:
+            self.tables_host = windows.build_tables(in3, out3)
+        self.workspace_size = int(self.tables_host.nbytes)
+        self._tables = backend.tables(self.tables_host) if not self.empty else None
+
+    # -- descriptions ------------------------------------------------------------------------
+    @property
+    def in_spatial(self) -> tuple[int, ...]:
+        return self.x_shape[-self.op.spatial :]
+
+    @property
+    def out_spatial(self) -> tuple[int, ...]:
+        return self.key.out_spatial
+
+    def __repr__(self) -> str:
+        idx = f", indices={self.index_dtype}" if self.index_dtype is not None else ""
+        return (
+            f"<Executor {self.op.name} {self.x_shape}->{self.y_shape} {self.spec.name}{idx} "
+            f"on {self.backend.name}, workspace {self.workspace_size} B>"
+        )
+
+    # -- argument checks against the plan ----------------------------------------------------
+    def _check(self, a: Any, name: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        require(a, name)
+        got_shape, got_dtype = self.backend.describe(a)
+        if got_dtype != dtype:
+            raise AdaptivePoolTypeError(
+                f"{name} has dtype {got_dtype}, expected {dtype}", argument=name
+            )
+        if tuple(got_shape) != tuple(shape):
+            raise AdaptivePoolValueError(
+                f"{name} has shape {tuple(got_shape)}, expected {tuple(shape)}", argument=name
+            )
+
+    def _check_out(self, out: Any, name: str, shape, dtype, inputs: dict[str, Any]) -> None:
+        self._check(out, name, shape, dtype)
+        if not self.backend.is_writeable(out):
+            raise AdaptivePoolValueError(f"{name} is read-only", argument=name)
+        if self.backend.self_overlapping(out):
+            raise AdaptivePoolValueError(
+                f"{name} has overlapping elements (a zero or too-small stride)", argument=name
+            )
+        for other, a in inputs.items():
+            if a is not None and self.backend.shares_memory(out, a):
+                raise AdaptivePoolValueError(
+                    f"{name} overlaps {other}; outputs must not share memory with inputs",
+                    argument=name,
+                )
+
+    def _output(self, out, name, shape, dtype, like, inputs):
+        if out is None:
+            return self.backend.empty(shape, dtype, like)
+        self._check_out(out, name, shape, dtype, inputs)
+        return out
+
+    def _view(self, a: Any, storage: np.dtype | None = None) -> Any:
+        return self.backend.view5(a, storage, self.batched, self.op.spatial)
+
+    def _tables_for(self, workspace: Any) -> Any:
+        if workspace is None:
+            return self._tables
+        return self.backend.bind_workspace(self.tables_host, workspace, self.workspace_size)
+
+    # -- running -----------------------------------------------------------------------------
+    def run(
+        self,
+        x: Any = None,
+        *,
+        grad_output: Any = None,
+        indices: Any = None,
+        out: Any = None,
+        indices_out: Any = None,
+        workspace: Any = None,
+        stream: Any = None,
+    ) -> Any:
+        """Run the operator.
+
+        Parameters
+        ----------
+        x : array
+            Forward input (forward operators only; backward ones take their shape from the plan).
+        grad_output : array
+            Gradient of the forward output (backward operators).
+        indices : array of int32 or int64
+            Indices from the max forward (max backward).
+        out, indices_out : array, optional
+            Where to write the result (and the max forward's indices).
+        workspace : array of uint8, optional
+            A caller-owned workspace of at least :attr:`workspace_size` bytes.
+        stream : optional
+            CUDA stream (GPU backend only).
+
+        Returns
+        -------
+        array or tuple of arrays
+            The result (``(y, indices)`` for the max forward).
+        """
+        be = self.backend
+        dt = self.spec.dtype
+        if not self.op.backward:
+            self._check(x, "x", self.x_shape, dt)
+            y = self._output(out, "out", self.y_shape, dt, x, {"x": x})
+            if self.op.max:
+                idx = self._output(
+                    indices_out, "indices_out", self.y_shape, self.index_dtype, x,
+                    {"x": x, "out": y},
+                )
+            if not self.empty:
+                tab = self._tables_for(workspace)
+                st = self.spec.storage
+                if self.op.max:
+                    be.max_pool(
+                        self._view(x, st), self._view(y, st), self._view(idx), tab, self.dims,
+                        stream,
+                    )
+                else:
+                    be.avg_pool(self._view(x, st), self._view(y, st), tab, self.dims, stream)
+            return (y, idx) if self.op.max else y
+
+        self._check(grad_output, "grad_output", self.y_shape, dt)
+        inputs = {"grad_output": grad_output}
+        if self.op.max:
+            self._check(indices, "indices", self.y_shape, self.index_dtype)
+            inputs["indices"] = indices
+        gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs)
+        if self.empty:
+            if 0 not in self.dims[:2]:
+                be.zero(gi, stream)
+            return gi
+        tab = self._tables_for(workspace)
+        st = self.spec.storage
+        go5, gi5 = self._view(grad_output, st), self._view(gi, st)
+        if self.op.max:
+            ind5 = self._view(indices)
+            bad = be.first_bad_index(ind5, tab, self.dims, stream)
+            if bad >= 0:
+                pos = tuple(int(i) for i in np.unravel_index(bad, self.y_shape))
+                value = be.read_element(indices, pos)
+                raise AdaptivePoolIndexError(
+                    f"indices{list(pos)} = {value} lies outside the window of its output cell "
+                    f"(indices are flat offsets d*H*W + h*W + w inside the (n, c) plane of x "
+                    f"with shape {self.x_shape})",
+                    argument="indices",
+                )
+            be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream)
+        else:
+            be.avg_pool_backward(go5, gi5, tab, self.dims, stream)
+        return gi
+
+
+_CACHE: "OrderedDict[PlanKey, Executor]" = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 256
+
+
+def plan_key(
+    op: str,
+    backend: Any,
+    x_shape: tuple[int, ...],
+    x_dtype: Any,
+    out_spatial: tuple[int, ...],
+    index_dtype: Any = None,
+    x_name: str = "x",
+) -> PlanKey:
+    """Validate the plan-level facts (rank, sizes, dtypes) and return the executor's key."""
+    op_ = OPERATORS[op]
+    check_rank(x_shape, op_.ranks, x_name, op_.layout)
+    in_spatial = x_shape[-op_.spatial :]
+    if 0 in in_spatial:
+        raise AdaptivePoolValueError(
+            f"{x_name} has shape {tuple(x_shape)}: spatial sizes must be positive",
+            argument=x_name,
+        )
+    spec = resolve_dtype(x_dtype, x_name)
+    idx = None
+    if op_.max:
+        idx = check_index_dtype(index_dtype, "index_dtype" if not op_.backward else "indices")
+        plane = int(np.prod(in_spatial, dtype=object))
+        if idx == np.int32 and plane > INT32_MAX:
+            raise AdaptivePoolValueError(
+                f"a plane of {x_name} has {plane} elements, more than int32 indices can address "
+                f"(2**31 - 1); use index_dtype=numpy.int64",
+                argument="index_dtype",
+            )
+    return PlanKey(op, backend.name, tuple(int(s) for s in x_shape), out_spatial, spec.dtype, idx)
+
+
+def get_executor(key: PlanKey, backend: Any) -> Executor:
+    """The cached executor for ``key`` (built on first use)."""
+    with _CACHE_LOCK:
+        ex = _CACHE.get(key)
+        if ex is not None:
+            _CACHE.move_to_end(key)
+            return ex
+    ex = Executor(key, backend)
+    with _CACHE_LOCK:
+        ex = _CACHE.setdefault(key, ex)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return ex
+
+
+def clear_cache() -> None:
+    """Forget every cached executor (frees their workspaces)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
