@@ -1,0 +1,28 @@
+"""Command line: ``python -m adaptive_pool demo|bench [options]``."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``demo`` or ``bench`` subcommand; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m adaptive_pool {demo,bench} [options]\n")
+        print("  demo   run every operator on example data, on every backend, checked")
+        print("  bench  time every operator against PyTorch (see `bench --help`)")
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "demo":
+        from .demo import main as run  # noqa: PLC0415 - import only what runs
+    elif command == "bench":
+        from .bench import main as run  # noqa: PLC0415
+    else:
+        print(f"unknown command {command!r}; expected demo or bench", file=sys.stderr)
+        return 2
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
