@@ -27,6 +27,7 @@ from .functional import (
     adaptive_max_pool3d,
     adaptive_max_pool3d_backward,
 )
+from .viz import plot_gradient, plot_windows  # matplotlib is imported only when they are called
 
 __version__ = "0.1.0"
 
@@ -44,4 +45,6 @@ __all__ = [
     "adaptive_avg_pool2d_backward",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_backward",
+    "plot_windows",
+    "plot_gradient",
 ]

@@ -12,9 +12,12 @@ Unlike CANN's, these executors can be run any number of times.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
-from .arguments import OutputSize, require
+import numpy as np
+
+from .arguments import OutputSize, check_index_dtype, require
 from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import Executor
 from .functional import backward_executor, forward_executor
@@ -46,6 +49,12 @@ class AclExecutor:
     def __repr__(self) -> str:
         return f"<AclExecutor bound to {', '.join(self.arrays)}: {self.executor!r}>"
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display, as the executor's plus the names of the bound arrays."""
+        from .display import executor_html  # noqa: PLC0415
+
+        return executor_html(self)
+
 
 def _bind(ex: Executor, **arrays: Any) -> tuple[int, AclExecutor]:
     # Outputs are checked now, as aclnn*GetWorkspaceSize does, so phase two only runs.
@@ -58,6 +67,7 @@ def _bind(ex: Executor, **arrays: Any) -> tuple[int, AclExecutor]:
         shape = ex.x_shape if ex.op.backward else ex.y_shape
         dtype = ex.index_dtype if name == "indices_out" else ex.spec.dtype
         ex._check_out(a, name, shape, dtype, inputs)
+        inputs = {**inputs, name: a}  # indices_out must not overlap out either
     return ex.workspace_size, AclExecutor(ex, arrays)
 
 
@@ -69,6 +79,20 @@ def _run(workspace: Any, workspace_size: int, executor: Any, stream: Any, op: st
             argument="executor",
         )
     need = executor.workspace_size
+    if workspace is not None:
+        require(workspace_size, "workspace_size")
+    if workspace_size is not None:
+        if isinstance(workspace_size, (bool, np.bool_)) or not isinstance(
+            workspace_size, numbers.Integral
+        ):
+            raise AdaptivePoolTypeError(
+                f"workspace_size must be an int (bytes), got {workspace_size!r}",
+                argument="workspace_size",
+            )
+        if workspace_size < 0:
+            raise AdaptivePoolValueError(
+                f"workspace_size must be >= 0, got {workspace_size}", argument="workspace_size"
+            )
     if workspace is not None and workspace_size < need:
         raise AdaptivePoolValueError(
             f"workspace_size is {workspace_size} bytes; this executor needs {need}",
@@ -97,7 +121,7 @@ def adaptive_avg_pool2d_backward_get_workspace_size(
 ) -> tuple[int, AclExecutor]:
     """Phase one of ``aclnnAdaptiveAvgPool2dBackward``: ``(workspace bytes, executor)``."""
     ex = backward_executor("adaptive_avg_pool2d_backward", grad_output, x, out=out)
-    return _bind(ex, grad_output=grad_output, out=out)
+    return _bind(ex, grad_output=grad_output, x=x, out=out)
 
 
 def adaptive_avg_pool2d_backward(
@@ -115,7 +139,9 @@ def adaptive_max_pool3d_get_workspace_size(
     require(indices_out, "indices_out")
     from .dispatch import backend_for  # noqa: PLC0415
 
-    index_dtype = backend_for(x=x, indices_out=indices_out).describe(indices_out)[1]
+    index_dtype = check_index_dtype(
+        backend_for(x=x, indices_out=indices_out).describe(indices_out)[1], "indices_out"
+    )
     ex = forward_executor(
         "adaptive_max_pool3d", x, output_size, index_dtype, out=out, indices_out=indices_out
     )
@@ -137,7 +163,7 @@ def adaptive_max_pool3d_backward_get_workspace_size(
     ex = backward_executor(
         "adaptive_max_pool3d_backward", grad_output, x, indices, out=grad_input
     )
-    return _bind(ex, grad_output=grad_output, indices=indices, out=grad_input)
+    return _bind(ex, grad_output=grad_output, x=x, indices=indices, out=grad_input)
 
 
 def adaptive_max_pool3d_backward(

@@ -19,6 +19,9 @@ __all__ = [
 
 OutputSize = Union[int, Sequence[Union[int, None]]]
 
+#: Sizes must stay below this: the window helpers are exact 64-bit arithmetic up to 2**62.
+MAX_SIZE = 2**62
+
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
@@ -37,6 +40,10 @@ def _size(value: object, name: str) -> int:
         )
     if value < 0:
         raise AdaptivePoolValueError(f"{name} entries must be >= 0, got {value}", argument=name)
+    if value >= MAX_SIZE:
+        raise AdaptivePoolValueError(
+            f"{name} entries must be below 2**62, got {value}", argument=name
+        )
     return int(value)
 
 

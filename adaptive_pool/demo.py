@@ -97,11 +97,13 @@ def _error(got: np.ndarray, ref: np.ndarray, magnitude: np.ndarray, dtype: np.dt
     """Largest ``|got - ref|`` in units of eps times the magnitude of the summed terms.
 
     ``magnitude`` is the reference applied to the inputs' absolute values: the natural scale of
-    a sum's rounding error, which stays meaningful where terms cancel and ``ref`` is near 0.
+    a sum's rounding error, which stays meaningful where terms cancel and ``ref`` is near 0. It
+    is floored at the smallest normal number, below which the dtype's steps are absolute.
     """
     got64 = np.asarray(got, dtype=np.float64)
-    scale = np.maximum(magnitude, np.finfo(np.float64).tiny)
-    eps = float(ml_dtypes.finfo(dtype).eps)
+    info = ml_dtypes.finfo(dtype)
+    scale = np.maximum(magnitude, float(info.smallest_normal))
+    eps = float(info.eps)
     return float(np.max(np.abs(got64 - ref) / scale) / eps) if ref.size else 0.0
 
 

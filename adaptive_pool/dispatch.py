@@ -27,7 +27,10 @@ def is_cuda_array(a: object) -> bool:
         return True
     try:
         a.__cuda_array_interface__  # PyTorch raises AttributeError on CPU tensors
-    except (AttributeError, RuntimeError, TypeError):
+    except RuntimeError:
+        # PyTorch refuses the interface of a CUDA tensor that requires grad.
+        return bool(getattr(a, "is_cuda", False))
+    except (AttributeError, TypeError):
         return False
     return True
 

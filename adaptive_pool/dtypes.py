@@ -101,6 +101,10 @@ def _bits_from_f32(x):
     return np.int64(_bitcast(np.float32(x), np.uint32))
 
 
+# The codecs have a single return each: numba's inliner mishandles early returns of
+# inline="always" functions inlined into overloads (NumbaIRAssumptionWarning).
+
+
 @numba.njit(inline="always")
 def f16_decode(u):
     """float16 bit pattern (uint16) -> float32, exactly (subnormals, inf, NaN payloads)."""
@@ -109,45 +113,37 @@ def f16_decode(u):
     e = (h >> 10) & 0x1F
     m = h & 0x3FF
     if e == 0x1F:
-        return _f32_from_bits(sign | 0x7F800000 | (m << 13))
-    if e == 0:
-        f = np.float32(m) * np.float32(5.9604644775390625e-08)  # m * 2**-24, exact
-        return -f if sign else f
-    return _f32_from_bits(sign | ((e + 112) << 23) | (m << 13))
+        bits = sign | 0x7F800000 | (m << 13)
+    elif e == 0:  # zero or subnormal: m * 2**-24, exact in float32
+        bits = sign | _bits_from_f32(np.float32(m) * np.float32(5.9604644775390625e-08))
+    else:
+        bits = sign | ((e + 112) << 23) | (m << 13)
+    return _f32_from_bits(bits)
 
 
 @numba.njit(inline="always")
 def f16_encode(x):
     """float32 -> float16 bit pattern (uint16), round to nearest even, as NumPy's cast."""
     f = _bits_from_f32(x)
-    sign = (f >> 16) & 0x8000
     a = f & 0x7FFFFFFF
-    if a >= 0x7F800000:
-        if a == 0x7F800000:
-            return np.uint16(sign | 0x7C00)
-        h = 0x7C00 + ((a & 0x7FFFFF) >> 13)  # keep the NaN payload's top bits...
-        if h == 0x7C00:
-            h += 1  # ...but never turn a NaN into an infinity
-        return np.uint16(sign | h)
-    if a >= 0x477FF000:  # at or above 65520: rounds to infinity
-        return np.uint16(sign | 0x7C00)
-    if a >= 0x38800000:  # normal float16
+    if a > 0x7F800000:  # NaN: keep the payload's top bits, but never become infinity
+        h = max(0x7C00 + ((a & 0x7FFFFF) >> 13), 0x7C01)
+    elif a >= 0x477FF000:  # infinity, or at least 65520: rounds to infinity
+        h = 0x7C00
+    elif a >= 0x38800000:  # normal float16
         h = (a - 0x38000000) >> 13
         rem = a & 0x1FFF
-        if rem > 0x1000 or (rem == 0x1000 and (h & 1)):
-            h += 1
-        return np.uint16(sign | h)
-    if a < 0x33000000:  # at or below 2**-25: rounds to zero
-        return np.uint16(sign)
-    # Subnormal float16: the 24-bit significand shifted to units of 2**-24.
-    shift = 126 - (a >> 23)
-    m = (a & 0x7FFFFF) | 0x800000
-    h = m >> shift
-    rem = m & ((np.int64(1) << shift) - 1)
-    half = np.int64(1) << (shift - 1)
-    if rem > half or (rem == half and (h & 1)):
-        h += 1
-    return np.uint16(sign | h)
+        h += rem > 0x1000 or (rem == 0x1000 and (h & 1))
+    elif a < 0x33000000:  # at most 2**-25: rounds to zero
+        h = 0
+    else:  # subnormal float16: the 24-bit significand in units of 2**-24
+        shift = 126 - (a >> 23)
+        m = (a & 0x7FFFFF) | 0x800000
+        h = m >> shift
+        rem = m & ((np.int64(1) << shift) - 1)
+        half = np.int64(1) << (shift - 1)
+        h += rem > half or (rem == half and (h & 1))
+    return np.uint16(((f >> 16) & 0x8000) | h)
 
 
 @numba.njit(inline="always")

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import windows
-from .arguments import check_index_dtype, check_rank, require
+from .arguments import MAX_SIZE, check_index_dtype, check_rank, require
 from .dtypes import DTypeSpec, resolve_dtype
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
 
@@ -138,6 +138,12 @@ class Executor:
             f"on {self.backend.name}, workspace {self.workspace_size} B>"
         )
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: shapes, dtypes, workspace and the window tables."""
+        from .display import executor_html  # noqa: PLC0415
+
+        return executor_html(self)
+
     # -- argument checks against the plan ----------------------------------------------------
     def _check(self, a: Any, name: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
         require(a, name)
@@ -172,6 +178,17 @@ class Executor:
         self._check_out(out, name, shape, dtype, inputs)
         return out
 
+    def _direct(self, a: Any, like: Any) -> Any:
+        """``a``, or a temporary to compute into when kernels cannot write ``a`` in place."""
+        writes_through = getattr(self.backend, "writes_through", None)
+        if writes_through is None or writes_through(a):
+            return a
+        return self.backend.empty(self.backend.describe(a)[0], self.backend.describe(a)[1], like)
+
+    def _finish(self, a: Any, tmp: Any, stream: Any) -> None:
+        if tmp is not a:
+            self.backend.copy_into(a, tmp, stream)
+
     def _view(self, a: Any, storage: np.dtype | None = None) -> Any:
         return self.backend.view5(a, storage, self.batched, self.op.spatial)
 
@@ -197,7 +214,8 @@ class Executor:
         Parameters
         ----------
         x : array
-            Forward input (forward operators only; backward ones take their shape from the plan).
+            Forward input. Backward operators take its shape from the plan and use ``x`` only to
+            check that ``out`` does not overlap it (optional there).
         grad_output : array
             Gradient of the forward output (backward operators).
         indices : array of int32 or int64
@@ -227,17 +245,23 @@ class Executor:
             if not self.empty:
                 tab = self._tables_for(workspace)
                 st = self.spec.storage
+                yt = self._direct(y, x)
                 if self.op.max:
+                    it = self._direct(idx, x)
                     be.max_pool(
-                        self._view(x, st), self._view(y, st), self._view(idx), tab, self.dims,
+                        self._view(x, st), self._view(yt, st), self._view(it), tab, self.dims,
                         stream,
                     )
+                    self._finish(idx, it, stream)
                 else:
-                    be.avg_pool(self._view(x, st), self._view(y, st), tab, self.dims, stream)
+                    be.avg_pool(self._view(x, st), self._view(yt, st), tab, self.dims, stream)
+                self._finish(y, yt, stream)
             return (y, idx) if self.op.max else y
 
         self._check(grad_output, "grad_output", self.y_shape, dt)
         inputs = {"grad_output": grad_output}
+        if x is not None:  # only its shape is used, but it is an input all the same
+            inputs["x"] = x
         if self.op.max:
             self._check(indices, "indices", self.y_shape, self.index_dtype)
             inputs["indices"] = indices
@@ -248,7 +272,8 @@ class Executor:
             return gi
         tab = self._tables_for(workspace)
         st = self.spec.storage
-        go5, gi5 = self._view(grad_output, st), self._view(gi, st)
+        git = self._direct(gi, grad_output)
+        go5, gi5 = self._view(grad_output, st), self._view(git, st)
         if self.op.max:
             ind5 = self._view(indices)
             bad = be.first_bad_index(ind5, tab, self.dims, stream)
@@ -264,6 +289,7 @@ class Executor:
             be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream)
         else:
             be.avg_pool_backward(go5, gi5, tab, self.dims, stream)
+        self._finish(gi, git, stream)
         return gi
 
 
@@ -290,16 +316,23 @@ def plan_key(
             f"{x_name} has shape {tuple(x_shape)}: spatial sizes must be positive",
             argument=x_name,
         )
+    if max(in_spatial) >= MAX_SIZE:
+        raise AdaptivePoolValueError(
+            f"{x_name} has shape {tuple(x_shape)}: spatial sizes must be below 2**62",
+            argument=x_name,
+        )
     spec = resolve_dtype(x_dtype, x_name)
     idx = None
     if op_.max:
-        idx = check_index_dtype(index_dtype, "index_dtype" if not op_.backward else "indices")
+        idx_name = "indices" if op_.backward else "index_dtype"
+        idx = check_index_dtype(index_dtype, idx_name)
         plane = int(np.prod(in_spatial, dtype=object))
         if idx == np.int32 and plane > INT32_MAX:
+            fix = "int64 indices" if op_.backward else "index_dtype=numpy.int64"
             raise AdaptivePoolValueError(
                 f"a plane of {x_name} has {plane} elements, more than int32 indices can address "
-                f"(2**31 - 1); use index_dtype=numpy.int64",
-                argument="index_dtype",
+                f"(2**31 - 1); use {fix}",
+                argument=idx_name,
             )
     return PlanKey(op, backend.name, tuple(int(s) for s in x_shape), out_spatial, spec.dtype, idx)
 

@@ -108,7 +108,7 @@ def adaptive_avg_pool2d(
     --------
     >>> import numpy as np, adaptive_pool as ap
     >>> ap.adaptive_avg_pool2d(np.arange(6.0).reshape(1, 2, 3), (1, 2))
-    array([[[1.5, 2.5]]])
+    array([[[2., 3.]]])
     """
     ex = forward_executor("adaptive_avg_pool2d", x, output_size, out=out)
     return ex.run(x, out=out, stream=stream)
@@ -137,7 +137,7 @@ def adaptive_avg_pool2d_backward(
         gather.
     """
     ex = backward_executor("adaptive_avg_pool2d_backward", grad_output, x, out=out)
-    return ex.run(grad_output=grad_output, out=out, stream=stream)
+    return ex.run(x, grad_output=grad_output, out=out, stream=stream)
 
 
 def adaptive_max_pool3d(
@@ -173,7 +173,7 @@ def adaptive_max_pool3d(
     """
     if indices_out is not None:
         be = backend_for(x=x, indices_out=indices_out)
-        index_dtype = be.describe(indices_out)[1]
+        index_dtype = check_index_dtype(be.describe(indices_out)[1], "indices_out")
     ex = forward_executor(
         "adaptive_max_pool3d", x, output_size, index_dtype, out=out, indices_out=indices_out
     )
@@ -205,4 +205,4 @@ def adaptive_max_pool3d_backward(
         deterministic gather.
     """
     ex = backward_executor("adaptive_max_pool3d_backward", grad_output, x, indices, out=out)
-    return ex.run(grad_output=grad_output, indices=indices, out=out, stream=stream)
+    return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)

@@ -87,6 +87,8 @@ class CpuBackend:
 
     def self_overlapping(self, a: np.ndarray) -> bool:
         """Whether two elements of ``a`` may share memory (conservative: sorted-stride test)."""
+        if a.size == 0:
+            return False  # NumPy gives empty arrays all-zero strides
         extent = a.itemsize
         for s, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n > 1):
             if s < extent:
@@ -104,6 +106,14 @@ class CpuBackend:
 
     def is_writeable(self, a: np.ndarray) -> bool:
         return bool(a.flags.writeable)
+
+    def writes_through(self, a: np.ndarray) -> bool:
+        """Whether kernels can write ``a`` in place: :func:`flat_geometry` copies arrays whose
+        strides are not whole elements (fields of packed records), so those need a temporary."""
+        return a.size == 0 or not any(s % a.itemsize for s in a.strides)
+
+    def copy_into(self, dst: np.ndarray, src: np.ndarray, stream: object = None) -> None:
+        np.copyto(dst, src)
 
     # -- workspace ---------------------------------------------------------------------------
     def tables(self, tab: np.ndarray) -> np.ndarray:
@@ -159,22 +169,33 @@ class CpuBackend:
         blocks = min(rows, -(-target // max(slabs, 1)))
         return -(-rows // max(blocks, 1))
 
+    @staticmethod
+    def _chunks(items: int) -> int:
+        """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
+        return max(1, min(items, 32 * numba.get_num_threads()))
+
     def avg_pool(self, x, y, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
-        self._launch(kernels.avg_pool, xf, xg, yf, yg, tab, dims)
+        n, c, _, _, _, od, oh, _ = dims
+        self._launch(kernels.avg_pool, xf, xg, yf, yg, tab, dims, self._chunks(n * c * od * oh))
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
-        rpi = self._rows_per_item(dims[0] * dims[1] * dims[2], dims[3])
-        self._launch(kernels.avg_pool_backward, gf, gg, if_, ig, tab, dims, rpi)
+        slabs, rows = dims[0] * dims[1] * dims[2], dims[3]
+        rpi = self._rows_per_item(slabs, rows)
+        nch = self._chunks(slabs * -(-rows // rpi))
+        self._launch(kernels.avg_pool_backward, gf, gg, if_, ig, tab, dims, rpi, nch)
 
     def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
-        self._launch(kernels.max_pool, xf, xg, yf, yg, jf, jg, tab, dims)
+        n, c, _, _, _, od, oh, _ = dims
+        self._launch(
+            kernels.max_pool, xf, xg, yf, yg, jf, jg, tab, dims, self._chunks(n * c * od * oh)
+        )
 
     def first_bad_index(self, ind, tab, dims, stream=None) -> int:
         """Flat position (C order of ``ind``) of the first out-of-window index, or -1."""
@@ -189,8 +210,10 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
         if_, ig = flat_geometry(gi)
-        rpi = self._rows_per_item(dims[0] * dims[1] * dims[2], dims[3])
-        self._launch(kernels.max_pool_backward, gf, gg, jf, jg, if_, ig, tab, dims, rpi)
+        slabs, rows = dims[0] * dims[1] * dims[2], dims[3]
+        rpi = self._rows_per_item(slabs, rows)
+        nch = self._chunks(slabs * -(-rows // rpi))
+        self._launch(kernels.max_pool_backward, gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
 
 
 BACKEND = CpuBackend()

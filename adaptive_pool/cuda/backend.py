@@ -1,0 +1,287 @@
+"""The CUDA backend: CUDA arrays in, ``@cuda.jit`` kernels, CUDA arrays of the same kind out.
+
+Driven by :class:`adaptive_pool.executors.Executor` through the same methods as
+:class:`adaptive_pool.cpu.backend.CpuBackend`. Arrays are handled as
+:class:`~adaptive_pool.cuda.arrays.DeviceView` objects (``view5`` returns one), so Numba, CuPy and
+PyTorch arrays, including PyTorch's bfloat16, go through one path. All work is queued on the
+call's stream (see :func:`~adaptive_pool.cuda.arrays.resolve_stream`); the one synchronisation is
+the read-back of the max backward's index check.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from ..cpu.backend import BACKEND as _CPU
+from ..dispatch import is_cuda_array
+from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
+from . import kernels
+from .arrays import (
+    DeviceView,
+    device_view,
+    empty,
+    flat,
+    ghost,
+    read_element,
+    resolve_stream,
+)
+from .kernels import NO_BAD_INDEX, SIMULATOR
+
+if SIMULATOR:  # pragma: no cover - depends on the process's mode
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _FakeCUDAArray
+
+__all__ = ["CudaBackend", "BACKEND"]
+
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_NO_BAD = np.array([NO_BAD_INDEX], np.int64)
+
+
+class _BoundTable:
+    """The window table bound to a caller's workspace, copied in on the first kernel's stream.
+
+    The copy is queued on the stream the kernels run on, so it cannot overtake earlier work on
+    that stream that still reads the workspace.
+    """
+
+    def __init__(self, device: Any, host: np.ndarray) -> None:
+        self.device = device
+        self.host = host
+        self._copied = False
+
+    def on(self, stream: Any) -> Any:
+        if not self._copied:
+            self.device.copy_to_device(self.host, stream=stream)
+            self._copied = True
+        return self.device
+
+
+class CudaBackend:
+    """Runs the executors' kernels on CUDA arrays (Numba, CuPy, PyTorch, or the simulator's)."""
+
+    name = "cuda"
+    array_kind = "CUDA array (Numba device array, CuPy array, PyTorch CUDA tensor)"
+
+    def __init__(self) -> None:
+        self._max_blocks: int | None = None
+        self._local = threading.local()
+
+    # -- arrays ------------------------------------------------------------------------------
+    def owns(self, a: object) -> bool:
+        return is_cuda_array(a)
+
+    def describe(self, a: object) -> tuple[tuple[int, ...], np.dtype]:
+        v = device_view(a)
+        return v.shape, v.dtype
+
+    def read_element(self, a: object, pos: tuple[int, ...]) -> object:
+        return read_element(device_view(a).index(pos))
+
+    def view5(self, a: object, storage, batched: bool, spatial: int) -> DeviceView:
+        """``a`` as its storage dtype with singleton N (unbatched) and D (2-D) axes: a view."""
+        v = a if isinstance(a, DeviceView) else device_view(a)
+        if storage is not None and v.dtype != storage:
+            v = v.as_dtype(storage)
+        if not batched:
+            v = v.expand(0)
+        if spatial == 2:
+            v = v.expand(2)
+        return v
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, like: object = None) -> Any:
+        return empty(tuple(int(s) for s in shape), np.dtype(dtype), like)
+
+    def zero(self, a: object, stream: object = None) -> None:
+        v = device_view(a, "out")
+        if v.size == 0:
+            return
+        s = resolve_stream(stream, v)
+        v = v.as_dtype(_UINT_OF_SIZE[v.dtype.itemsize])  # 0 bits are +0.0 in every float type
+        while len(v.shape) < 5:
+            v = v.expand(0)
+        af, ag = flat(v, "out")
+        self._launch(kernels.fill_zero, v.size, s, af, ag, tuple(int(n) for n in v.shape))
+
+    def self_overlapping(self, a: object) -> bool:
+        v = device_view(a)
+        return v.size > 1 and _CPU.self_overlapping(ghost(v))
+
+    def shares_memory(self, a: object, b: object) -> bool:
+        va, vb = device_view(a), device_view(b)
+        if va.size == 0 or vb.size == 0:
+            return False
+        return _CPU.shares_memory(ghost(va), ghost(vb))
+
+    def is_writeable(self, a: object) -> bool:
+        return not device_view(a).readonly
+
+    # -- workspace ---------------------------------------------------------------------------
+    def tables(self, tab: np.ndarray) -> Any:
+        """Upload the window tables once (the executor's own device workspace)."""
+        return cuda.to_device(tab)
+
+    def bind_workspace(self, tab: np.ndarray, workspace: object, size: int) -> _BoundTable:
+        """Bind the window tables to a caller's device ``uint8`` workspace.
+
+        The table is copied in on the stream of the kernels that read it.
+        """
+        if isinstance(workspace, np.ndarray) or not is_cuda_array(workspace):
+            raise AdaptivePoolTypeError(
+                f"workspace must be a CUDA array of uint8 (Numba device array, CuPy array, "
+                f"PyTorch CUDA tensor) for the CUDA backend, got "
+                f"{type(workspace).__module__}.{type(workspace).__name__}",
+                argument="workspace",
+            )
+        v = device_view(workspace, "workspace")
+        contiguous = len(v.shape) == 1 and (v.shape[0] <= 1 or v.strides[0] == 1)
+        if v.dtype != np.uint8 or not contiguous:
+            raise AdaptivePoolTypeError(
+                f"workspace must be a contiguous 1-D uint8 array, got dtype {v.dtype} with shape "
+                f"{v.shape} and strides {v.strides}",
+                argument="workspace",
+            )
+        if v.size < size:
+            raise AdaptivePoolValueError(
+                f"workspace has {v.size} bytes; this executor needs {size}", argument="workspace"
+            )
+        if v.readonly:
+            raise AdaptivePoolValueError("workspace is read-only", argument="workspace")
+        if v.host is not None:
+            if v.host.ctypes.data % 8:
+                raise AdaptivePoolValueError(
+                    "workspace must be 8-byte aligned", argument="workspace"
+                )
+            device = _FakeCUDAArray(v.host[:size].view(np.int64))
+        else:
+            if v.ptr % 8:
+                raise AdaptivePoolValueError(
+                    "workspace must be 8-byte aligned (CUDA allocations are; a slice of one may "
+                    "not be)",
+                    argument="workspace",
+                )
+            desc = {"shape": (size // 8,), "strides": None, "typestr": "<i8",
+                    "data": (v.ptr, False), "version": 3}
+            device = cuda.from_cuda_array_interface(desc, owner=workspace, sync=False)
+        return _BoundTable(device, tab)
+
+    # -- kernels -----------------------------------------------------------------------------
+    def _launch(self, kernel: Any, total: int, stream: Any, *args: Any) -> None:
+        """Launch a grid-stride kernel over ``total`` work items on ``stream``."""
+        if total <= 0:
+            return
+        if SIMULATOR:
+            # One OS thread per simulated CUDA thread: few threads, and a grid smaller than the
+            # problem so that the grid-stride loops are exercised.
+            threads, blocks = 8, min(math.ceil(total / 8), 2)
+        else:
+            if self._max_blocks is None:
+                sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+                self._max_blocks = max(128, 16 * sms)
+            # At least 128 blocks (idle ones exit at once): smaller grids earn a Numba
+            # low-occupancy warning on every small problem.
+            threads = 128
+            blocks = min(max(math.ceil(total / threads), 128), self._max_blocks)
+        kernel[blocks, threads, stream](*args)
+
+    @staticmethod
+    def _tab(tab: Any, stream: Any) -> Any:
+        return tab.on(stream) if isinstance(tab, _BoundTable) else tab
+
+    @staticmethod
+    def _dims(dims) -> tuple[int, ...]:
+        return tuple(int(d) for d in dims)
+
+    def avg_pool(self, x, y, tab, dims, stream=None) -> None:
+        s = resolve_stream(stream, x, y)
+        xf, xg = flat(x, "x")
+        yf, yg = flat(y, "out")
+        dims = self._dims(dims)
+        n, c, _, _, _, od, oh, ow = dims
+        k = kernels.kernels_for(x.dtype).avg_pool
+        self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, self._tab(tab, s), dims)
+
+    def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
+        s = resolve_stream(stream, go, gi)
+        gf, gg = flat(go, "grad_output")
+        if_, ig = flat(gi, "out")
+        dims = self._dims(dims)
+        n, c, d, h, w = dims[:5]
+        k = kernels.kernels_for(go.dtype).avg_pool_backward
+        self._launch(k, n * c * d * h * w, s, gf, gg, if_, ig, self._tab(tab, s), dims)
+
+    def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
+        s = resolve_stream(stream, x, y, ind)
+        xf, xg = flat(x, "x")
+        yf, yg = flat(y, "out")
+        jf, jg = flat(ind, "indices_out")
+        dims = self._dims(dims)
+        n, c, _, _, _, od, oh, ow = dims
+        k = kernels.kernels_for(x.dtype).max_pool
+        self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, jf, jg, self._tab(tab, s), dims)
+
+    def first_bad_index(self, ind, tab, dims, stream=None) -> int:
+        """Flat position (C order of ``ind``) of the first out-of-window index, or -1.
+
+        The check runs on the stream; its one-element result is the backend's only read-back.
+        """
+        s = resolve_stream(stream, ind)
+        jf, jg = flat(ind, "indices")
+        dims = self._dims(dims)
+        n, c, _, _, _, od, oh, ow = dims
+        flag = getattr(self._local, "flag", None)
+        if flag is None:
+            # One per thread, reused: the read-back below leaves it idle when this returns.
+            flag = self._local.flag = cuda.device_array(1, np.int64)
+        flag.copy_to_device(_NO_BAD, stream=s)
+        self._launch(kernels.first_bad_index, n * c * od * oh * ow, s, jf, jg,
+                     self._tab(tab, s), dims, flag)
+        host = flag.copy_to_host(stream=s)
+        s.synchronize()
+        bad = int(host[0])
+        return -1 if bad == NO_BAD_INDEX else bad
+
+    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None) -> None:
+        s = resolve_stream(stream, go, ind, gi)
+        gf, gg = flat(go, "grad_output")
+        jf, jg = flat(ind, "indices")
+        if_, ig = flat(gi, "out")
+        dims = self._dims(dims)
+        n, c, d, h, w = dims[:5]
+        k = kernels.kernels_for(go.dtype).max_pool_backward
+        self._launch(k, n * c * d * h * w, s, gf, gg, jf, jg, if_, ig, self._tab(tab, s), dims)
+
+
+BACKEND = CudaBackend()
+
+
+def is_available() -> bool:
+    """Whether CUDA arrays can be computed on here: a usable GPU, or Numba's simulator."""
+    try:
+        return bool(SIMULATOR or cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver means "not available", not a crash
+        return False
+
+
+def to_device(a: np.ndarray, stream: Any = None) -> Any:
+    """Copy a NumPy array to the GPU as a Numba device array (16-bit dtypes included)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.itemsize == 2 and a.dtype.kind == "V":  # bfloat16: copy the bits, keep the dtype
+        return cuda.to_device(a.view(np.uint16), stream=stream or 0).view(a.dtype)
+    return cuda.to_device(a, stream=stream or 0)
+
+
+def to_host(a: Any) -> np.ndarray:
+    """Copy a Numba, CuPy or PyTorch CUDA array back to a NumPy array of the same dtype."""
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    if hasattr(a, "get"):  # CuPy
+        return a.get()
+    shape, dtype = BACKEND.describe(a)
+    if type(a).__module__.startswith("torch"):
+        return a.detach().view(_UINT_OF_SIZE[dtype.itemsize] and __import__("torch").int16)\
+            .cpu().numpy().view(dtype) if dtype.kind == "V" else a.detach().cpu().numpy()
+    raise AdaptivePoolTypeError(f"cannot copy {type(a).__name__} to the host", argument="a")

@@ -1,0 +1,267 @@
+"""The CUDA kernels: one ``@cuda.jit`` body per algorithm, bitwise equal to the CPU kernels.
+
+Every kernel sees the problem as ``(N, C, D, H, W) -> (OD, OH, OW)`` (1-D and 2-D problems are
+singleton axes) and its arrays as flat 1-D storage arrays plus a geometry tuple
+``(offset, sN, sC, sD, sH, sW)`` in elements, exactly like :mod:`adaptive_pool.cpu.kernels`: any
+strides use the same compiled code, and every offset is 64-bit. ``tab`` is the packed window
+table of :mod:`adaptive_pool.windows`; ``dims`` is ``(N, C, D, H, W, OD, OH, OW)``.
+
+Threads: forwards run one thread per output element, backwards one thread per *input* element
+(a gather: each sums the contributions of the output cells covering it, in ascending order), in
+grid-stride loops. No atomics except the index check's error flag, no zero-fill pass.
+
+Bitwise equality with the CPU: the sums run in the CPU kernels' order (w innermost, then h, then
+d, each level from +0.0), divide by the integer window volume converted to the accumulation type,
+and round once through the same codecs. The CPU kernels reach the codecs through
+``numba.extending.overload`` (``cpu/access.py``), which numba-cuda cannot compile without a
+driver; here :func:`_make_kernels` binds ``decode``, ``encode`` and the accumulation type into the
+one body per algorithm as closure constants, once per storage dtype (:func:`kernels_for`).
+Every value read is wrapped in the accumulation type, which keeps float32 arithmetic in the CUDA
+simulator (where njit helpers return Python floats) and compiles to nothing on the GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import cuda
+
+from ..dtypes import bf16_decode, bf16_encode, f16_decode, f16_encode
+from ..windows import index_in_window, table_layout
+
+__all__ = [
+    "SIMULATOR",
+    "KernelSet",
+    "STORAGE_DTYPES",
+    "kernels_for",
+    "first_bad_index",
+    "fill_zero",
+    "NO_BAD_INDEX",
+]
+
+#: Whether numba.cuda is Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``).
+SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+
+#: The error flag's value when every index lies inside its window (no atomic min happened).
+NO_BAD_INDEX = np.iinfo(np.int64).max
+
+
+@numba.njit(inline="always")
+def _layout(dims):
+    """Table offsets ``(start, end, lo, hi)`` of the d, h and w axes."""
+    _, _, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, b = table_layout(D, OD, 0)
+    sh, eh, lh, hh, b = table_layout(H, OH, b)
+    sw, ew, lw, hw, _ = table_layout(W, OW, b)
+    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
+
+
+@numba.njit(inline="always")
+def _split(t, C, A, B, E):
+    """``t`` as C-order coordinates ``(n, c, a, b, e)`` of an ``(N, C, A, B, E)`` array."""
+    e = t % E
+    t = t // E
+    b = t % B
+    t = t // B
+    a = t % A
+    p = t // A
+    n = p // C
+    return n, p - n * C, a, b, e
+
+
+class KernelSet(NamedTuple):
+    """The data kernels of one storage dtype."""
+
+    avg_pool: object
+    avg_pool_backward: object
+    max_pool: object
+    max_pool_backward: object
+
+
+def _make_kernels(decode, encode, acc_t) -> KernelSet:
+    """Instantiate the kernel bodies for one storage dtype.
+
+    ``decode(stored) -> number`` reads an element, ``acc_t`` is the accumulation type (float32 or
+    float64) and ``encode(acc_t) -> stored`` rounds once on the way out.
+    """
+
+    @cuda.jit
+    def avg_pool(x, xg, y, yg, tab, dims):
+        """``y[o] = sum(x[window(o)]) / volume(o)``; one thread per output element."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+        x0, xn, xc, xd, xh, xw = xg
+        y0, yn, yc, yd, yh, yw = yg
+        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+        for t in range(first, N * C * OD * OH * OW, step):
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+            d0, d1 = tab[sd + od], tab[ed + od]
+            h0, h1 = tab[sh + oh], tab[eh + oh]
+            w0, w1 = tab[sw + ow], tab[ew + ow]
+            xb = x0 + n * xn + c * xc
+            s = acc_t(0)
+            for d in range(d0, d1):
+                sdh = acc_t(0)
+                for h in range(h0, h1):
+                    sdw = acc_t(0)
+                    b = xb + d * xd + h * xh
+                    for w in range(w0, w1):
+                        sdw += acc_t(decode(x[b + w * xw]))
+                    sdh += sdw
+                s += sdh
+            vol = acc_t((d1 - d0) * (h1 - h0) * (w1 - w0))
+            y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(acc_t(s / vol))
+
+    @cuda.jit
+    def avg_pool_backward(go, gog, gi, gig, tab, dims):
+        """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``; a thread per input."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = _layout(dims)
+        g0, gn, gc, gd, gh, gw = gog
+        i0, in_, ic, id_, ih_, iw_ = gig
+        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+        for t in range(first, N * C * D * H * W, step):
+            n, c, d, h, w = _split(t, C, D, H, W)
+            gb = g0 + n * gn + c * gc
+            ow0, ow1 = tab[lw + w], tab[hw + w]
+            s = acc_t(0)
+            for od in range(tab[ld + d], tab[hd + d]):
+                vd = tab[ed + od] - tab[sd + od]
+                sh_ = acc_t(0)
+                for oh in range(tab[lh + h], tab[hh + h]):
+                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                    b = gb + od * gd + oh * gh
+                    sw_ = acc_t(0)
+                    for ow in range(ow0, ow1):
+                        vol = acc_t(vdh * (tab[ew + ow] - tab[sw + ow]))
+                        sw_ += acc_t(acc_t(decode(go[b + ow * gw])) / vol)
+                    sh_ += sw_
+                s += sh_
+            gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
+
+    @cuda.jit
+    def max_pool(x, xg, y, yg, ind, ig, tab, dims):
+        """Max of each window and its flat in-plane index; one thread per output element.
+
+        Scan in d, h, w order from -inf with the window's first index; take ``v`` when
+        ``v > best or v != v``. The stored value is copied as is (no re-encoding).
+        """
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+        x0, xn, xc, xd, xh, xw = xg
+        y0, yn, yc, yd, yh, yw = yg
+        j0, jn, jc, jd, jh, jw = ig
+        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+        for t in range(first, N * C * OD * OH * OW, step):
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+            d0, d1 = tab[sd + od], tab[ed + od]
+            h0, h1 = tab[sh + oh], tab[eh + oh]
+            w0, w1 = tab[sw + ow], tab[ew + ow]
+            xb = x0 + n * xn + c * xc
+            best = acc_t(-np.inf)
+            bpos = xb + d0 * xd + h0 * xh + w0 * xw
+            bk = (d0 * H + h0) * W + w0
+            for d in range(d0, d1):
+                for h in range(h0, h1):
+                    b = xb + d * xd + h * xh
+                    kb = (d * H + h) * W
+                    for w in range(w0, w1):
+                        v = acc_t(decode(x[b + w * xw]))
+                        if v > best or v != v:
+                            best = v
+                            bpos = b + w * xw
+                            bk = kb + w
+            y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = x[bpos]
+            ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw] = bk
+
+    @cuda.jit
+    def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
+        """Gather: ``gi[i] = sum of go[o] over covering o with ind[o] == i``, in ascending o.
+
+        Indices must have passed :func:`first_bad_index`; unchecked ones cannot make it write
+        out of bounds either (each thread writes only its own element).
+        """
+        N, C, D, H, W, OD, OH, OW = dims
+        _, _, ld, hd, _, _, lh, hh, _, _, lw, hw = _layout(dims)
+        g0, gn, gc, gd, gh, gw = gog
+        j0, jn, jc, jd, jh, jw = ig
+        i0, in_, ic, id_, ih_, iw_ = gig
+        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+        for t in range(first, N * C * D * H * W, step):
+            n, c, d, h, w = _split(t, C, D, H, W)
+            k = (d * H + h) * W + w
+            gb = g0 + n * gn + c * gc
+            jb = j0 + n * jn + c * jc
+            ow0, ow1 = tab[lw + w], tab[hw + w]
+            s = acc_t(0)
+            for od in range(tab[ld + d], tab[hd + d]):
+                for oh in range(tab[lh + h], tab[hh + h]):
+                    gr = gb + od * gd + oh * gh
+                    jr = jb + od * jd + oh * jh
+                    for ow in range(ow0, ow1):
+                        if np.int64(ind[jr + ow * jw]) == k:
+                            s += acc_t(decode(go[gr + ow * gw]))
+            gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
+
+    return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward)
+
+
+@cuda.jit
+def first_bad_index(ind, ig, tab, dims, flag):
+    """``flag[0] = min`` C-order position of an index outside its own window (else untouched)."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+    j0, jn, jc, jd, jh, jw = ig
+    first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+    step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+    for t in range(first, N * C * OD * OH * OW, step):
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        k = np.int64(ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw])
+        if not index_in_window(
+            k, H, W, tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh], tab[sw + ow],
+            tab[ew + ow],
+        ):
+            cuda.atomic.min(flag, 0, t)
+
+
+@cuda.jit
+def fill_zero(a, ag, shape):
+    """Write 0 to every element of a (up to) 5-D array given as flat storage + geometry."""
+    a0, s0, s1, s2, s3, s4 = ag
+    n0, n1, n2, n3, n4 = shape
+    first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
+    step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
+    for t in range(first, n0 * n1 * n2 * n3 * n4, step):
+        i0, i1, i2, i3, i4 = _split(t, n1, n2, n3, n4)
+        a[a0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3 + i4 * s4] = 0
+
+
+#: Storage dtype -> (decode, encode, accumulation type); see :mod:`adaptive_pool.dtypes`.
+STORAGE_DTYPES = {
+    np.dtype(np.float32): (np.float32, np.float32, np.float32),
+    np.dtype(np.float64): (np.float64, np.float64, np.float64),
+    np.dtype(np.uint16): (f16_decode, f16_encode, np.float32),  # float16 bits
+    np.dtype(np.int16): (bf16_decode, bf16_encode, np.float32),  # bfloat16 bits
+}
+
+_SETS: dict[np.dtype, KernelSet] = {}
+_SETS_LOCK = threading.Lock()
+
+
+def kernels_for(storage: np.dtype) -> KernelSet:
+    """The kernels for one storage dtype (float32, float64, uint16 = float16, int16 = bf16)."""
+    storage = np.dtype(storage)
+    ks = _SETS.get(storage)
+    if ks is None:
+        with _SETS_LOCK:
+            ks = _SETS.get(storage)
+            if ks is None:
+                ks = _SETS[storage] = _make_kernels(*STORAGE_DTYPES[storage])
+    return ks

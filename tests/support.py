@@ -1,0 +1,53 @@
+"""Small helpers shared by the CPU test files: data makers and dtype lists."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+import adaptive_pool as ap
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F16 = np.dtype(np.float16)
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+ALL_DTYPES = (F32, F64, F16, BF16)
+DTYPE_IDS = ("float32", "float64", "float16", "bfloat16")
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+OPS = (
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_backward",
+)
+
+
+def rand(shape, dtype, seed=0, low=-4.0, high=4.0):
+    """Random values in [low, high), rounded to ``dtype`` (so the reference sees the same data)."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def small_ints(shape, dtype, seed=0, high=3):
+    """Small non-negative integers: many ties for the max, exact sums for the average."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, high, size=shape).astype(dtype)
+
+
+def out_spatial(output_size, in_spatial):
+    if isinstance(output_size, int):
+        return (output_size,) * len(in_spatial)
+    return tuple(i if o is None else o for o, i in zip(output_size, in_spatial))
+
+
+def fresh_forward_max(x, output_size, index_dtype=np.int32):
+    return ap.adaptive_max_pool3d(x, output_size, index_dtype=index_dtype)
+
+
+def tol(dtype):
+    """(rtol, atol) for a float32/float64 result against a float64 reference on data in [-4, 4)."""
+    dtype = np.dtype(dtype)
+    if dtype == F64:
+        return 1e-13, 1e-13
+    return 2e-6, 2e-6

@@ -1,0 +1,308 @@
+"""DESIGN §3 Errors: every rule raises the right class, built-in, status and names its argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+from adaptive_pool.errors import (
+    AdaptivePoolError,
+    AdaptivePoolIndexError,
+    AdaptivePoolTypeError,
+    AdaptivePoolValueError,
+    MissingArgumentError,
+)
+from support import F32, F64
+
+MISSING, INVALID = 161001, 161002
+
+
+def check(builtin, argument, fn, *args, status=INVALID, contains=(), **kwargs):
+    """Call ``fn`` and check every promise the contract makes about the error it raises."""
+    with pytest.raises(AdaptivePoolError) as info:
+        fn(*args, **kwargs)
+    e = info.value
+    assert isinstance(e, builtin), (type(e).__mro__, str(e))
+    assert e.status == status, str(e)
+    assert e.argument == argument, (e.argument, str(e))
+    msg = str(e)
+    assert argument in msg, msg
+    assert str(status) in msg, msg
+    for part in contains:
+        assert part in msg, (part, msg)
+    return e
+
+
+def test_exception_hierarchy():
+    assert issubclass(AdaptivePoolTypeError, TypeError)
+    assert issubclass(AdaptivePoolValueError, ValueError)
+    assert issubclass(AdaptivePoolIndexError, IndexError)
+    assert issubclass(MissingArgumentError, AdaptivePoolError)
+    assert MissingArgumentError.status == MISSING and AdaptivePoolValueError.status == INVALID
+    assert ap.AdaptivePoolError is AdaptivePoolError
+
+
+X2 = np.ones((2, 3, 4, 5), F32)
+G2 = np.ones((2, 3, 2, 2), F32)
+X3 = np.ones((2, 3, 4, 5, 6), F32)
+Y3, I3 = ap.adaptive_max_pool3d(X3, 2)
+G3 = np.ones_like(Y3)
+
+
+def avg(x, output_size=2, **kw):
+    return ap.adaptive_avg_pool2d(x, output_size, **kw)
+
+
+def avg_b(g, x, **kw):
+    return ap.adaptive_avg_pool2d_backward(g, x, **kw)
+
+
+def mx(x, output_size=2, **kw):
+    return ap.adaptive_max_pool3d(x, output_size, **kw)
+
+
+def mx_b(g, x, i, **kw):
+    return ap.adaptive_max_pool3d_backward(g, x, i, **kw)
+
+
+# -- ranks --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(4,), (4, 5), (1, 2, 3, 4, 5), ()])
+def test_avg_wrong_rank(shape):
+    check(ValueError, "x", avg, np.ones(shape, F32), contains=["3-D or 4-D", str(shape)])
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (3, 4, 5), (1, 1, 2, 3, 4, 5)])
+def test_max_wrong_rank(shape):
+    check(ValueError, "x", mx, np.ones(shape, F32), contains=["4-D or 5-D"])
+
+
+def test_backward_wrong_ranks():
+    check(ValueError, "x", avg_b, G2, np.ones((4, 5), F32))
+    check(ValueError, "grad_output", avg_b, G2[0], X2, contains=["rank"])
+    check(ValueError, "grad_output", avg_b, G2[None], X2)
+    check(ValueError, "x", mx_b, G3, np.ones((4, 5, 6), F32), I3)
+    check(ValueError, "grad_output", mx_b, G3[0], X3, I3[0])
+
+
+@pytest.mark.parametrize("which", ["N", "C"])
+def test_backward_n_or_c_mismatch(which):
+    sl = (slice(0, 1),) if which == "N" else (slice(None), slice(0, 2))
+    check(ValueError, "grad_output", avg_b, G2[sl], X2, contains=["N and C"])
+    check(ValueError, "grad_output", mx_b, G3[sl], X3, I3[sl])
+    # un-batched: C must agree
+    check(ValueError, "grad_output", avg_b, G2[0, :2], X2[0], contains=["C"])
+
+
+# -- dtypes -------------------------------------------------------------------------------------
+BAD_DTYPES = [np.int32, np.int64, np.uint8, np.bool_, np.complex64, np.complex128, object,
+              np.dtype(">f4"), np.dtype("V2")]
+if hasattr(np, "float128"):
+    BAD_DTYPES.append(np.float128)
+
+
+@pytest.mark.parametrize("dtype", BAD_DTYPES, ids=lambda d: np.dtype(d).str)
+def test_unsupported_dtypes(dtype):
+    accepted = ["float32", "float64", "float16", "bfloat16"]
+    check(TypeError, "x", avg, np.zeros((1, 1, 2, 2), dtype), contains=accepted)
+    check(TypeError, "x", mx, np.zeros((1, 1, 2, 2, 2), dtype), contains=accepted)
+    g = np.zeros((1, 1, 1, 1), dtype)
+    check(TypeError, "x", avg_b, g, np.zeros((1, 1, 2, 2), dtype))
+
+
+def test_dtype_mismatch_between_grad_output_and_x():
+    check(TypeError, "grad_output", avg_b, G2.astype(F64), X2, contains=["float64", "float32"])
+    check(TypeError, "grad_output", mx_b, G3.astype(np.float16), X3, I3)
+
+
+def test_out_dtype_and_shape():
+    check(TypeError, "out", avg, X2, out=np.empty((2, 3, 2, 2), F64))
+    check(ValueError, "out", avg, X2, out=np.empty((2, 3, 2, 3), F32), contains=["(2, 3, 2, 2)"])
+    check(ValueError, "out", avg_b, G2, X2, out=np.empty((2, 3, 4, 4), F32))
+    check(TypeError, "out", mx_b, G3, X3, I3, out=np.empty(X3.shape, F64))
+    check(ValueError, "out", mx, X3, out=np.empty((2, 3, 2, 2, 3), F32))
+    check(ValueError, "indices_out", mx, X3, indices_out=np.empty((2, 3, 2, 2), np.int32))
+
+
+# -- output_size --------------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [(2,), (2, 2, 2), ()], ids=str)
+def test_output_size_wrong_length(size):
+    check(ValueError, "output_size", avg, X2, size, contains=["2 entries"])
+
+
+@pytest.mark.parametrize("size", [-1, (2, -3), (-1, None)], ids=str)
+def test_output_size_negative(size):
+    check(ValueError, "output_size", avg, X2, size, contains=[">= 0"])
+    check(ValueError, "output_size", mx, X3, size if isinstance(size, int) else (1,) + size)
+
+
+@pytest.mark.parametrize(
+    "size", [True, 2.0, "2", b"2", (2, 2.5), (True, 2), (2, "2"), {2: 2}, np.array([2, 2]),
+             1j, (2, np.float32(2))],
+    ids=repr,
+)
+def test_output_size_wrong_type(size):
+    check(TypeError, "output_size", avg, X2, size)
+
+
+def test_output_size_numpy_integers_are_fine():
+    assert avg(X2, (np.int64(2), np.int32(3))).shape == (2, 3, 2, 3)
+    assert avg(X2, np.uint8(3)).shape == (2, 3, 3, 3)
+
+
+def test_output_size_too_large_for_64_bit_windows():
+    # The window helpers are exact below 2**62; a size above that is a clean error.
+    check(ValueError, "output_size", avg, X2, 2**62)
+    check(ValueError, "output_size", avg, X2, (2, 2**70))
+
+
+def test_output_size_none():
+    check(TypeError, "output_size", avg, X2, None, status=MISSING)
+
+
+# -- indices ------------------------------------------------------------------------------------
+def test_indices_wrong_shape_or_dtype():
+    check(ValueError, "indices", mx_b, G3, X3, I3[:, :, :1], contains=["shape"])
+    check(ValueError, "indices", mx_b, G3, X3, I3.reshape(2, 3, 8))
+    for dt in (np.float32, np.int16, np.uint32, np.uint64, np.int8):
+        check(TypeError, "indices", mx_b, G3, X3, I3.astype(dt), contains=["int32", "int64"])
+
+
+@pytest.mark.parametrize("index_dtype", [np.float32, np.int16, "int8", "foo", None, np.uint32])
+def test_bad_index_dtype(index_dtype):
+    check(TypeError, "index_dtype", mx, X3, index_dtype=index_dtype)
+
+
+def test_bad_indices_out_dtype_names_indices_out():
+    check(TypeError, "indices_out", mx, X3, indices_out=np.empty(Y3.shape, F32))
+
+
+def test_out_of_window_index_is_an_index_error_and_nothing_is_written():
+    for idt in (np.int32, np.int64):
+        _, idx = mx(X3, 2, index_dtype=idt)
+        idx = idx.copy()
+        idx[1, 2, 0, 1, 1] = 0  # inside the plane, outside this cell's window
+        out = np.full(X3.shape, 7.0, F32)
+        e = check(IndexError, "indices", mx_b, G3, X3, idx, out=out,
+                  contains=["[1, 2, 0, 1, 1]", "= 0"])
+        assert "window" in str(e)
+        assert (out == 7.0).all()
+        for value in (-1, X3[0, 0].size, 2**31 - 1):
+            idx2 = idx.copy()
+            idx2[1, 2, 0, 1, 1] = idx[1, 2, 0, 1, 0]
+            idx2[0, 1, 1, 0, 1] = value
+            e = check(IndexError, "indices", mx_b, G3, X3, idx2, out=out,
+                      contains=["[0, 1, 1, 0, 1]", f"= {value}"])
+            assert (out == 7.0).all()
+
+
+def test_first_bad_index_is_reported():
+    _, idx = mx(X3, 2)
+    idx = idx.copy()
+    idx[1, 0, 1, 1, 1] = -5
+    idx[0, 2, 1, 0, 0] = -4
+    check(IndexError, "indices", mx_b, G3, X3, idx, contains=["[0, 2, 1, 0, 0] = -4"])
+
+
+def test_int32_indices_for_a_huge_plane():
+    # A zero-stride view: more than 2**31 - 1 elements per plane, no memory.
+    big = np.broadcast_to(np.float32(0), (1, 2, 2**11, 2**10, 2**10))
+    check(ValueError, "index_dtype", mx, big, 1, contains=["int64"])
+    g = np.zeros((1, 2, 1, 1, 1), F32)
+    check(ValueError, "indices", mx_b, g, big, np.zeros(g.shape, np.int32), contains=["int64"])
+    # exactly 2**31 - 1 elements is still fine for int32 (checked without running a kernel)
+    from adaptive_pool.executors import plan_key
+    from adaptive_pool.cpu.backend import BACKEND
+
+    plan_key("adaptive_max_pool3d", BACKEND, (1, 1, 1, 1, 2**31 - 1), F32, (1, 1, 1), np.int32)
+
+
+# -- missing and non-array arguments ------------------------------------------------------------
+def test_none_arguments():
+    check(TypeError, "x", avg, None, status=MISSING)
+    check(TypeError, "x", mx, None, status=MISSING)
+    check(TypeError, "grad_output", avg_b, None, X2, status=MISSING)
+    check(TypeError, "x", avg_b, G2, None, status=MISSING)
+    check(TypeError, "grad_output", mx_b, None, X3, I3, status=MISSING)
+    check(TypeError, "x", mx_b, G3, None, I3, status=MISSING)
+    check(TypeError, "indices", mx_b, G3, X3, None, status=MISSING)
+    e = check(TypeError, "x", avg, None, status=MISSING)
+    assert isinstance(e, MissingArgumentError)
+
+
+class _FakeCudaArray:
+    """Looks like a CUDA array to the dispatcher; never reaches a kernel."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (2, 3, 2, 2), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+@pytest.mark.parametrize("kind", ["list", "float", "torch", "matrix-like"])
+def test_non_array_arguments(kind, request):
+    if kind == "list":
+        bad2, bad3 = X2.tolist(), X3.tolist()
+    elif kind == "float":
+        bad2 = bad3 = 1.0
+    elif kind == "torch":
+        torch = request.getfixturevalue("torch")
+        bad2, bad3 = torch.ones(2, 3, 4, 5), torch.ones(2, 3, 4, 5, 6)
+    else:
+        bad2, bad3 = memoryview(X2), memoryview(X3)
+    contains = ["numpy.ndarray"] + ([".numpy()"] if kind == "torch" else [])
+    check(TypeError, "x", avg, bad2, contains=contains)
+    check(TypeError, "x", mx, bad3, contains=contains)
+    check(TypeError, "grad_output", avg_b, bad2, X2)
+    check(TypeError, "x", avg_b, G2, bad2)
+    check(TypeError, "indices", mx_b, G3, X3, bad3)
+    check(TypeError, "out", avg, X2, out=bad2)
+    check(TypeError, "indices_out", mx, X3, indices_out=bad3)
+
+
+def test_mixing_cpu_and_cuda_arrays():
+    check(TypeError, "out", avg, X2, out=_FakeCudaArray(), contains=["one device"])
+
+
+# -- outputs ------------------------------------------------------------------------------------
+def test_read_only_out():
+    out = np.empty((2, 3, 2, 2), F32)
+    out.flags.writeable = False
+    check(ValueError, "out", avg, X2, out=out, contains=["read-only"])
+    gi = np.empty(X3.shape, F32)
+    gi.flags.writeable = False
+    check(ValueError, "out", mx_b, G3, X3, I3, out=gi)
+    check(ValueError, "out", avg, X2, out=np.broadcast_to(np.empty(1, F32), (2, 3, 2, 2)))
+
+
+def test_out_overlapping_an_input():
+    buf = np.zeros((2, 3, 4, 5), F32)
+    check(ValueError, "out", avg, buf, out=buf[:, :, :2, :2], contains=["overlaps x"])
+    g = np.zeros((2, 3, 4, 5), F32)
+    check(ValueError, "out", avg_b, g, X2, out=g, contains=["grad_output"])
+    # the backward's x is an input too: writing grad_input over it would modify an input
+    x = X2.copy()
+    check(ValueError, "out", avg_b, G2, x, out=x, contains=["overlaps x"])
+    v = X3.copy()
+    check(ValueError, "out", mx_b, G3, v, I3, out=v, contains=["overlaps x"])
+    # the indices of the max backward, reinterpreted as its out
+    buf = np.zeros(X3.size, np.int32)
+    buf[: I3.size] = I3.ravel()
+    check(ValueError, "out", mx_b, G3, X3, buf[: I3.size].reshape(I3.shape),
+          out=buf.view(F32).reshape(X3.shape), contains=["indices"])
+    # max forward: values and indices over the same memory, or over x
+    buf = np.zeros(2 * Y3.size, np.float32)
+    check(ValueError, "indices_out", mx, X3, out=buf[: Y3.size].reshape(Y3.shape),
+          indices_out=buf[: Y3.size].view(np.int32).reshape(Y3.shape), contains=["out"])
+    xs = X3.copy()
+    check(ValueError, "indices_out", mx, xs,
+          indices_out=xs.view(np.int32)[:, :, :2, :2, :2], contains=["x"])
+
+
+def test_errors_leave_inputs_and_outputs_alone():
+    x = X2.copy()
+    out = np.full((2, 3, 3, 3), 5.0, F32)
+    with pytest.raises(AdaptivePoolError):
+        avg(x, (3, -3), out=out)
+    with pytest.raises(AdaptivePoolError):
+        avg(x, 2, out=out)  # wrong shape
+    assert (out == 5.0).all() and (x == X2).all()

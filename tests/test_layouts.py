@@ -1,0 +1,182 @@
+"""DESIGN §3 Shapes, layouts: any strides in, results C-contiguous or where out= says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, rand
+
+# Views of a 4-D (N, C, H, W) array other than the C-contiguous one, by name.
+VIEWS2 = {
+    "contiguous": lambda a: a,
+    "fortran": lambda a: np.asfortranarray(a),
+    "sliced": lambda a: np.repeat(a, 2, axis=-1)[:, :, :, ::2],
+    "offset-steps": lambda a: np.pad(a, ((0, 0), (1, 0), (2, 1), (0, 3)))[:, 1:, 2:-1, :-3],
+    "negative": lambda a: np.ascontiguousarray(a[:, ::-1, ::-1, ::-1])[:, ::-1, ::-1, ::-1],
+    "channels-last": lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
+    "transposed-hw": lambda a: np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2),
+}
+VIEWS3 = {
+    "contiguous": lambda a: a,
+    "fortran": lambda a: np.asfortranarray(a),
+    "sliced": lambda a: np.repeat(a, 3, axis=-2)[..., ::3, :],
+    "negative": lambda a: np.ascontiguousarray(a[:, :, ::-1, :, ::-1])[:, :, ::-1, :, ::-1],
+    "channels-last": lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 4, 1)).transpose(
+        0, 4, 1, 2, 3
+    ),
+}
+
+
+def _bits(a):
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+def _same_values(view, base):
+    np.testing.assert_array_equal(view, base)
+    return view
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("view", list(VIEWS2))
+def test_avg_any_input_layout(view, dtype):
+    x = rand((2, 3, 7, 6), dtype, seed=1)
+    xv = _same_values(VIEWS2[view](x), x)
+    keep = xv.copy()
+    want = ap.adaptive_avg_pool2d(x, (3, 4))
+    y = ap.adaptive_avg_pool2d(xv, (3, 4))
+    assert y.flags.c_contiguous
+    np.testing.assert_array_equal(_bits(y), _bits(want))
+    g = rand(y.shape, dtype, seed=2)
+    gv = _same_values(VIEWS2[view](g), g)
+    gkeep = gv.copy()
+    gi = ap.adaptive_avg_pool2d_backward(gv, xv)
+    assert gi.flags.c_contiguous
+    np.testing.assert_array_equal(gi, ap.adaptive_avg_pool2d_backward(g, x))
+    # inputs never modified
+    np.testing.assert_array_equal(_bits(xv), _bits(keep))
+    np.testing.assert_array_equal(_bits(gv), _bits(gkeep))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("view", list(VIEWS3))
+def test_max_any_input_layout(view, dtype):
+    x = rand((2, 3, 5, 4, 6), dtype, seed=3)
+    xv = _same_values(VIEWS3[view](x), x)
+    keep = xv.copy()
+    want_y, want_i = ap.adaptive_max_pool3d(x, (2, 3, 4))
+    y, idx = ap.adaptive_max_pool3d(xv, (2, 3, 4))
+    assert y.flags.c_contiguous and idx.flags.c_contiguous
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(idx, want_i)
+    g = rand(y.shape, dtype, seed=4)
+    want_gi = ap.adaptive_max_pool3d_backward(g, x, idx)
+    gv = VIEWS3[view](g)
+    iv = _same_values(VIEWS3[view](idx), idx)  # non-contiguous indices too
+    gi = ap.adaptive_max_pool3d_backward(gv, xv, iv)
+    np.testing.assert_array_equal(gi, want_gi)
+    np.testing.assert_array_equal(_bits(xv), _bits(keep))
+
+
+def test_read_only_inputs_are_accepted():
+    x = rand((2, 3, 5, 4, 6), F32, seed=5)
+    x.flags.writeable = False
+    y, idx = ap.adaptive_max_pool3d(x, 2)
+    y.flags.writeable = False
+    idx.flags.writeable = False
+    gi = ap.adaptive_max_pool3d_backward(y, x, idx)
+    assert gi.shape == x.shape
+    x2 = np.broadcast_to(rand((1, 1, 5, 6), F64), (2, 3, 5, 6))  # zero strides, read-only
+    np.testing.assert_allclose(
+        ap.adaptive_avg_pool2d(x2, 3), ap.adaptive_avg_pool2d(np.ascontiguousarray(x2), 3)
+    )
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_strided_out(dtype):
+    x = rand((2, 3, 7, 6), dtype, seed=6)
+    want = ap.adaptive_avg_pool2d(x, (3, 4))
+    big = np.zeros((2, 6, 7, 9), dtype)
+    out = big[:, ::-2, 1:7:2, ::2][:, :, :, :4]
+    assert out.shape == (2, 3, 3, 4) and not out.flags.c_contiguous
+    ret = ap.adaptive_avg_pool2d(x, (3, 4), out=out)
+    assert ret is out
+    np.testing.assert_array_equal(out, want)
+    # nothing else in big was touched
+    mask = np.ones(big.shape, bool)
+    mask[:, ::-2, 1:7:2, ::2][:, :, :, :4] = False
+    assert (big[mask].astype(np.float64) == 0).all()
+    # channels-last out for the backward, strided outs for the max forward
+    g = rand(want.shape, dtype, seed=7)
+    gi = np.empty((2, 7, 6, 3), dtype).transpose(0, 3, 1, 2)
+    ap.adaptive_avg_pool2d_backward(g, x, out=gi)
+    np.testing.assert_array_equal(gi, ap.adaptive_avg_pool2d_backward(g, x))
+    v = rand((2, 3, 4, 5, 6), dtype, seed=8)
+    wy, wi = ap.adaptive_max_pool3d(v, 2, index_dtype=np.int64)
+    yo = np.zeros((2, 3, 2, 2, 4), dtype)[..., ::-2]
+    io = np.zeros((2, 3, 2, 4, 2), np.int64)[:, :, :, ::2]
+    ry, ri = ap.adaptive_max_pool3d(v, 2, out=yo, indices_out=io)
+    assert ry is yo and ri is io
+    np.testing.assert_array_equal(yo, wy)
+    np.testing.assert_array_equal(io, wi)
+    gio = np.zeros((2, 3, 4, 5, 12), dtype)[..., 1::2]
+    ap.adaptive_max_pool3d_backward(wy, v, io, out=gio)
+    np.testing.assert_array_equal(gio, ap.adaptive_max_pool3d_backward(wy, v, wi))
+
+
+def test_strides_that_are_not_whole_elements():
+    # Fields of a packed record: byte strides that are not multiples of the itemsize.
+    rec = np.dtype([("a", "<f4"), ("b", "<u2")])
+    x = rand((2, 3, 7, 6), F32, seed=9)
+    xr = np.zeros(x.shape, rec)
+    xr["a"] = x
+    want = ap.adaptive_avg_pool2d(x, (3, 4))
+    np.testing.assert_array_equal(ap.adaptive_avg_pool2d(xr["a"], (3, 4)), want)
+    outr = np.zeros(want.shape, rec)
+    out = outr["a"]
+    assert out.strides[-1] == 6
+    ap.adaptive_avg_pool2d(x, (3, 4), out=out)
+    np.testing.assert_array_equal(outr["a"], want)  # written through to the records
+    assert (outr["b"] == 0).all()
+    gr = np.zeros(x.shape, rec)
+    ap.adaptive_avg_pool2d_backward(want, x, out=gr["a"])
+    np.testing.assert_array_equal(gr["a"], ap.adaptive_avg_pool2d_backward(want, x))
+    v = rand((2, 3, 4, 5, 6), F32, seed=10)
+    wy, wi = ap.adaptive_max_pool3d(v, 2)
+    yr = np.zeros(wy.shape, rec)
+    irec = np.zeros(wy.shape, [("i", "<i4"), ("pad", "u1")])
+    ap.adaptive_max_pool3d(v, 2, out=yr["a"], indices_out=irec["i"])
+    np.testing.assert_array_equal(yr["a"], wy)
+    np.testing.assert_array_equal(irec["i"], wi)
+    gr3 = np.zeros(v.shape, rec)
+    ap.adaptive_max_pool3d_backward(wy, v, irec["i"], out=gr3["a"])
+    np.testing.assert_array_equal(gr3["a"], ap.adaptive_max_pool3d_backward(wy, v, wi))
+
+
+def test_unbatched_and_batched_agree():
+    x = rand((3, 7, 6), BF16, seed=11)
+    np.testing.assert_array_equal(ap.adaptive_avg_pool2d(x, 4), ap.adaptive_avg_pool2d(x[None], 4)[0])
+    v = rand((3, 4, 7, 6), F32, seed=12)
+    y, i = ap.adaptive_max_pool3d(v, (2, None, 3))
+    yb, ib = ap.adaptive_max_pool3d(v[None], (2, None, 3))
+    np.testing.assert_array_equal(y, yb[0])
+    np.testing.assert_array_equal(i, ib[0])
+    np.testing.assert_array_equal(
+        ap.adaptive_max_pool3d_backward(y, v, i), ap.adaptive_max_pool3d_backward(yb, v[None], ib)[0]
+    )
+
+
+def test_out_overlapping_itself_is_an_error():
+    x = rand((2, 3, 4, 4), F32)
+    out = np.lib.stride_tricks.as_strided(np.zeros(8, F32), (2, 3, 2, 2), (4, 4, 8, 4))
+    with pytest.raises(ap.AdaptivePoolValueError):
+        ap.adaptive_avg_pool2d(x, 2, out=out)
+
+
+def test_misaligned_input():
+    buf = np.zeros(4 * 2 * 3 * 4 * 5 + 1, np.uint8)[1:]
+    x = buf.view(F32).reshape(2, 3, 4, 5)
+    x[...] = rand(x.shape, F32, seed=13)
+    assert not x.flags.aligned
+    np.testing.assert_array_equal(ap.adaptive_avg_pool2d(x, 3), ap.adaptive_avg_pool2d(x.copy(), 3))

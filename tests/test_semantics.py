@@ -1,0 +1,236 @@
+"""DESIGN §3: what each operator computes, against the reference and against PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+import reference as ref
+from support import F32, F64, out_spatial, rand, small_ints, tol
+
+FLOATS = pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
+
+# PyTorch's own sample inputs (torch/testing/_internal/common_methods_invocations.py).
+AVG_CASES = [
+    ((1, 8, 8, 8), (5, 7)),
+    ((2, 8, 8, 8), (None, 7)),
+    ((1, 8, 4, 3), (5, None)),
+    ((1, 8, 4, 3), (None, None)),
+    ((1, 8, 4, 3), 5),
+    ((8, 8, 8), (5, 7)),  # un-batched (C, H, W)
+    ((2, 3, 4, 3), (9, 11)),  # upsampling
+    ((2, 3, 12, 9), (4, 3)),  # divisible
+]
+MAX_CASES = [
+    ((1, 4, 4, 3, 5), (None, None, None)),
+    ((1, 4, 4, 3, 5), (1, 1, 1)),
+    ((3, 3, 4, 4, 6), (2, 3, None)),
+    ((1, 3, 4, 4, 6), (3, None, 2)),
+    ((3, 3, 4, 4, 6), (None, 3, 2)),
+    ((4, 4, 3, 5), (2, 2, 3)),  # un-batched (C, D, H, W)
+    ((2, 3, 12, 9, 3), 3),  # divisible
+    ((2, 3, 6, 4, 10), (3, 4, 5)),  # divisible
+    ((1, 2, 2, 3, 2), (5, 4, 7)),  # upsampling
+]
+
+
+def _ids(cases):
+    return [f"{s}->{o}".replace(" ", "") for s, o in cases]
+
+
+def _assert_close_ref(got, want64, dtype):
+    rtol, atol = tol(dtype)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.astype(np.float64), want64, rtol=rtol, atol=atol)
+
+
+# -- against the reference ----------------------------------------------------------------------
+@FLOATS
+@pytest.mark.parametrize("shape,output_size", AVG_CASES, ids=_ids(AVG_CASES))
+def test_avg_forward_and_backward_vs_reference(shape, output_size, dtype):
+    x = rand(shape, dtype, seed=1)
+    y = ap.adaptive_avg_pool2d(x, output_size)
+    assert y.shape == shape[:-2] + out_spatial(output_size, shape[-2:])
+    assert y.flags.c_contiguous
+    _assert_close_ref(y, ref.avg_pool2d(x, output_size), dtype)
+    g = rand(y.shape, dtype, seed=2)
+    gi = ap.adaptive_avg_pool2d_backward(g, x)
+    assert gi.shape == x.shape and gi.flags.c_contiguous
+    _assert_close_ref(gi, ref.avg_pool2d_backward(g, x.shape), dtype)
+
+
+@FLOATS
+@pytest.mark.parametrize("shape,output_size", MAX_CASES, ids=_ids(MAX_CASES))
+def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
+    x = rand(shape, dtype, seed=3)
+    y, idx = ap.adaptive_max_pool3d(x, output_size)
+    want_y, want_i = ref.max_pool3d(x, output_size)
+    assert y.shape == idx.shape == shape[:-3] + out_spatial(output_size, shape[-3:])
+    assert idx.dtype == np.int32  # CANN's default
+    np.testing.assert_array_equal(y, want_y.astype(dtype))  # the max is a copy: exact
+    np.testing.assert_array_equal(idx, want_i)
+    g = rand(y.shape, dtype, seed=4)
+    gi = ap.adaptive_max_pool3d_backward(g, x, idx)
+    assert gi.shape == x.shape and gi.dtype == dtype
+    _assert_close_ref(gi, ref.max_pool3d_backward(g, x.shape, idx), dtype)
+
+
+def test_small_integer_data_is_exact():
+    # Exact sums: float32 results equal the reference rounded once (ties, repeated cells).
+    x = small_ints((2, 3, 7, 9), F32, seed=5, high=5)
+    for osz in ((3, 4), (7, 9), (10, 13), (1, 1)):
+        y = ap.adaptive_avg_pool2d(x, osz)
+        np.testing.assert_array_equal(y, ref.avg_pool2d(x, osz).astype(F32))
+        g = small_ints(y.shape, F32, seed=6, high=7)
+        gi = ap.adaptive_avg_pool2d_backward(g, x)
+        np.testing.assert_allclose(gi, ref.avg_pool2d_backward(g, x.shape), rtol=1e-6)
+    v = small_ints((2, 2, 5, 4, 7), F32, seed=7, high=4)
+    y, idx = ap.adaptive_max_pool3d(v, (2, 3, 3))
+    g = small_ints(y.shape, F32, seed=8, high=9)
+    np.testing.assert_array_equal(
+        ap.adaptive_max_pool3d_backward(g, v, idx), ref.max_pool3d_backward(g, v.shape, idx)
+    )
+
+
+def test_identity_sizes_copy_the_input():
+    x = rand((2, 3, 5, 6), F64, seed=9)
+    np.testing.assert_array_equal(ap.adaptive_avg_pool2d(x, (None, None)), x)
+    np.testing.assert_array_equal(ap.adaptive_avg_pool2d_backward(x, x), x)
+    v = rand((2, 3, 4, 5, 6), F64, seed=10)
+    y, idx = ap.adaptive_max_pool3d(v, (4, 5, 6))
+    np.testing.assert_array_equal(y, v)
+    np.testing.assert_array_equal(idx.ravel(), np.tile(np.arange(120), 6))
+
+
+# -- documented examples ------------------------------------------------------------------------
+def test_arange_max_pool_indices():
+    x = np.arange(1, 257, dtype=F32).reshape(2, 2, 4, 4, 4)
+    y, idx = ap.adaptive_max_pool3d(x, 2)
+    want = np.array([21, 23, 29, 31, 53, 55, 61, 63]).reshape(2, 2, 2)
+    for n in range(2):
+        for c in range(2):
+            np.testing.assert_array_equal(idx[n, c], want)  # per-plane offsets
+            np.testing.assert_array_equal(y[n, c], x[n, c].ravel()[want])
+    np.testing.assert_array_equal(y.ravel()[:8], want.ravel() + 1)
+
+
+def test_cann_avg_backward_example():
+    g = np.arange(1, 7, dtype=F32).reshape(1, 1, 3, 2)
+    x = np.zeros((1, 1, 4, 2), F32)
+    gi = ap.adaptive_avg_pool2d_backward(g, x)
+    np.testing.assert_array_equal(gi.ravel(), [0.5, 1, 2, 3, 4, 5, 2.5, 3])
+
+
+def test_avg_docstring_example():
+    y = ap.adaptive_avg_pool2d(np.arange(6.0).reshape(1, 2, 3), (1, 2))
+    np.testing.assert_array_equal(y, [[[2.0, 3.0]]])
+
+
+# -- max rules ----------------------------------------------------------------------------------
+def test_ties_keep_the_first_maximum():
+    x = np.zeros((1, 1, 2, 3, 4), F64)
+    y, idx = ap.adaptive_max_pool3d(x, 1)
+    assert idx.item() == 0
+    x[0, 0, 1, 2, 1] = 1.0
+    x[0, 0, 1, 2, 3] = 1.0
+    y, idx = ap.adaptive_max_pool3d(x, 1)
+    assert idx.item() == (1 * 3 + 2) * 4 + 1 and y.item() == 1.0
+
+
+def test_nan_propagates_with_the_last_nans_index():
+    x = np.arange(24, dtype=F32).reshape(1, 1, 2, 3, 4)
+    x[0, 0, 0, 1, 1] = np.nan
+    x[0, 0, 1, 0, 2] = np.nan
+    x[0, 0, 1, 2, 3] = 1e30  # a larger value after the NaNs does not replace them
+    y, idx = ap.adaptive_max_pool3d(x, 1)
+    assert np.isnan(y.item()) and idx.item() == (1 * 3 + 0) * 4 + 2
+
+
+def test_all_minus_inf_window_points_at_its_first_element():
+    x = np.full((1, 1, 3, 4, 5), -np.inf, F32)
+    y, idx = ap.adaptive_max_pool3d(x, (2, 3, 2))
+    assert np.all(y == -np.inf)
+    _, want = ref.max_pool3d(x, (2, 3, 2))
+    np.testing.assert_array_equal(idx, want)
+    # the first element of each window, not of the plane
+    t = [ref.window(o, s, n) for s, n, o in ((3, 2, 1), (4, 3, 2), (5, 2, 1))]
+    assert idx[0, 0, 1, 2, 1] == (t[0][0] * 4 + t[1][0]) * 5 + t[2][0]
+
+
+# -- against PyTorch ----------------------------------------------------------------------------
+def _t(torch, a):
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+@FLOATS
+@pytest.mark.parametrize("shape,output_size", AVG_CASES, ids=_ids(AVG_CASES))
+def test_avg_vs_torch(torch, shape, output_size, dtype):
+    import torch.nn.functional as F
+
+    x = rand(shape, dtype, seed=11)
+    y = ap.adaptive_avg_pool2d(x, output_size)
+    ty = F.adaptive_avg_pool2d(_t(torch, x), output_size).numpy()
+    # PyTorch divides by kh and then by kw (two roundings); we divide once by the volume.
+    rtol = 1e-6 if dtype == F32 else 1e-14
+    np.testing.assert_allclose(y, ty, rtol=rtol, atol=rtol)
+    g = rand(y.shape, dtype, seed=12)
+    gi = ap.adaptive_avg_pool2d_backward(g, x)
+    tgi = torch.ops.aten._adaptive_avg_pool2d_backward(_t(torch, g), _t(torch, x)).numpy()
+    np.testing.assert_allclose(gi, tgi, rtol=rtol, atol=rtol)
+
+
+@FLOATS
+@pytest.mark.parametrize("shape,output_size", MAX_CASES, ids=_ids(MAX_CASES))
+def test_max_vs_torch(torch, shape, output_size, dtype):
+    import torch.nn.functional as F
+
+    x = rand(shape, dtype, seed=13)
+    y, idx = ap.adaptive_max_pool3d(x, output_size, index_dtype=np.int64)
+    ty, tidx = F.adaptive_max_pool3d(_t(torch, x), output_size, return_indices=True)
+    np.testing.assert_array_equal(y, ty.numpy())
+    np.testing.assert_array_equal(idx, tidx.numpy())
+    g = rand(y.shape, dtype, seed=14)
+    gi = ap.adaptive_max_pool3d_backward(g, x, idx)
+    tgi = torch.ops.aten.adaptive_max_pool3d_backward(_t(torch, g), _t(torch, x), tidx).numpy()
+    rtol = 1e-6 if dtype == F32 else 1e-14
+    np.testing.assert_allclose(gi, tgi, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("osz", [(2, 3, 2), (3, 5, 4), (1, 1, 1), (4, 4, 4)])
+def test_max_rules_vs_torch_ties_nan_and_minus_inf(torch, seed, osz):
+    import torch.nn.functional as F
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, size=(2, 3, 4, 5, 6)).astype(F32)  # many ties
+    nan_at = rng.random(x.shape) < 0.03
+    x[nan_at] = np.nan
+    x[0, 1] = -np.inf  # an all -inf plane
+    x[1, 2, :2, :3, :3] = -np.inf  # some all -inf windows among finite ones
+    y, idx = ap.adaptive_max_pool3d(x, osz, index_dtype=np.int64)
+    ty, tidx = F.adaptive_max_pool3d(_t(torch, x), osz, return_indices=True)
+    np.testing.assert_array_equal(idx, tidx.numpy())
+    np.testing.assert_array_equal(y, ty.numpy())  # NaN == NaN for assert_array_equal
+    np.testing.assert_array_equal(idx, ref.max_pool3d(x, osz)[1])
+
+
+# -- index dtypes -------------------------------------------------------------------------------
+def test_index_dtypes_int32_default_int64_on_request_backward_takes_both():
+    x = rand((2, 3, 5, 6, 7), F32, seed=15)
+    y32, i32 = ap.adaptive_max_pool3d(x, (2, 3, 4))
+    y64, i64 = ap.adaptive_max_pool3d(x, (2, 3, 4), index_dtype=np.int64)
+    assert i32.dtype == np.int32 and i64.dtype == np.int64
+    np.testing.assert_array_equal(i32, i64)
+    np.testing.assert_array_equal(y32, y64)
+    _, istr = ap.adaptive_max_pool3d(x, (2, 3, 4), index_dtype="int64")
+    assert istr.dtype == np.int64
+    g = rand(y32.shape, F32, seed=16)
+    np.testing.assert_array_equal(
+        ap.adaptive_max_pool3d_backward(g, x, i32), ap.adaptive_max_pool3d_backward(g, x, i64)
+    )
+    # indices_out decides the dtype when given
+    io = np.empty(y32.shape, np.int64)
+    _, ri = ap.adaptive_max_pool3d(x, (2, 3, 4), indices_out=io)
+    assert ri is io
+    np.testing.assert_array_equal(io, i32)
