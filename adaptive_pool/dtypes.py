@@ -91,73 +91,72 @@ def _bitcast(typingctx, value, target):
     return to(value, target), codegen
 
 
-@numba.njit(inline="always")
-def _f32_from_bits(bits):
-    return _bitcast(np.uint32(bits), np.float32)
+# The codecs are branch-free: every case (normal, subnormal, inf/NaN) is computed and the
+# result selected with masks, so loops over them vectorise on the CPU and do not diverge on the
+# GPU. (Conditional expressions in inlined helpers also upset numba's SSA checks.)
 
 
 @numba.njit(inline="always")
-def _bits_from_f32(x):
-    return np.int64(_bitcast(np.float32(x), np.uint32))
-
-
-# The codecs have a single return each: numba's inliner mishandles early returns of
-# inline="always" functions inlined into overloads (NumbaIRAssumptionWarning).
+def _mask32(c):
+    """All ones where ``c`` holds, else zero, as int32."""
+    return -np.int32(c)
 
 
 @numba.njit(inline="always")
 def f16_decode(u):
     """float16 bit pattern (uint16) -> float32, exactly (subnormals, inf, NaN payloads)."""
-    h = np.int64(u) & 0xFFFF
-    sign = (h & 0x8000) << 16
-    e = (h >> 10) & 0x1F
-    m = h & 0x3FF
-    if e == 0x1F:
-        bits = sign | 0x7F800000 | (m << 13)
-    elif e == 0:  # zero or subnormal: m * 2**-24, exact in float32
-        bits = sign | _bits_from_f32(np.float32(m) * np.float32(5.9604644775390625e-08))
-    else:
-        bits = sign | ((e + 112) << 23) | (m << 13)
-    return _f32_from_bits(bits)
+    h = np.int32(u) & np.int32(0xFFFF)
+    sign = (h & np.int32(0x8000)) << np.int32(16)
+    e = (h >> np.int32(10)) & np.int32(0x1F)
+    m = h & np.int32(0x3FF)
+    normal = sign | ((e + np.int32(112)) << np.int32(23)) | (m << np.int32(13))
+    special = sign | np.int32(0x7F800000) | (m << np.int32(13))
+    # zero or subnormal: m * 2**-24, exact in float32
+    sub = _bitcast(np.float32(np.float32(m) * np.float32(5.9604644775390625e-08)), np.int32) | sign
+    is_special = _mask32(e == np.int32(0x1F))
+    is_sub = _mask32(e == np.int32(0)) & ~is_special
+    bits = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub))
+    return _bitcast(np.int32(bits), np.float32)
 
 
 @numba.njit(inline="always")
 def f16_encode(x):
     """float32 -> float16 bit pattern (uint16), round to nearest even, as NumPy's cast."""
-    f = _bits_from_f32(x)
-    a = f & 0x7FFFFFFF
-    if a > 0x7F800000:  # NaN: keep the payload's top bits, but never become infinity
-        h = max(0x7C00 + ((a & 0x7FFFFF) >> 13), 0x7C01)
-    elif a >= 0x477FF000:  # infinity, or at least 65520: rounds to infinity
-        h = 0x7C00
-    elif a >= 0x38800000:  # normal float16
-        h = (a - 0x38000000) >> 13
-        rem = a & 0x1FFF
-        h += rem > 0x1000 or (rem == 0x1000 and (h & 1))
-    elif a < 0x33000000:  # at most 2**-25: rounds to zero
-        h = 0
-    else:  # subnormal float16: the 24-bit significand in units of 2**-24
-        shift = 126 - (a >> 23)
-        m = (a & 0x7FFFFF) | 0x800000
-        h = m >> shift
-        rem = m & ((np.int64(1) << shift) - 1)
-        half = np.int64(1) << (shift - 1)
-        h += rem > half or (rem == half and (h & 1))
-    return np.uint16(((f >> 16) & 0x8000) | h)
+    f = _bitcast(np.float32(x), np.int32)
+    sign = (f >> np.int32(16)) & np.int32(0x8000)
+    a = f & np.int32(0x7FFFFFFF)
+    # NaN: keep the payload's top bits, but never become an infinity
+    h_nan = np.int32(0x7C00) + ((a & np.int32(0x7FFFFF)) >> np.int32(13))
+    h_nan = h_nan + np.int32(h_nan == np.int32(0x7C00))
+    # normal: rebias the exponent, round to nearest even by biasing before the shift
+    h_norm = (a - np.int32(0x38000000) + np.int32(0xFFF) + ((a >> np.int32(13)) & np.int32(1)))
+    h_norm = h_norm >> np.int32(13)
+    # subnormal: the 24-bit significand shifted to units of 2**-24, rounded to nearest even
+    shift = min(max(np.int32(126) - (a >> np.int32(23)), np.int32(14)), np.int32(24))
+    m = (a & np.int32(0x7FFFFF)) | np.int32(0x800000)
+    h_sub = m >> shift
+    rem = m & ((np.int32(1) << shift) - np.int32(1))
+    half = np.int32(1) << (shift - np.int32(1))
+    h_sub = h_sub + np.int32((rem > half) | ((rem == half) & ((h_sub & np.int32(1)) != 0)))
+    is_nan = _mask32(a > np.int32(0x7F800000))
+    is_inf = _mask32(a >= np.int32(0x477FF000)) & ~is_nan  # also every value >= 65520
+    is_norm = _mask32(a >= np.int32(0x38800000)) & ~(is_nan | is_inf)
+    is_sub = _mask32(a >= np.int32(0x33000000)) & ~(is_nan | is_inf | is_norm)  # else zero
+    h = (h_nan & is_nan) | (np.int32(0x7C00) & is_inf) | (h_norm & is_norm) | (h_sub & is_sub)
+    return np.uint16(sign | h)
 
 
 @numba.njit(inline="always")
 def bf16_decode(b):
     """bfloat16 bit pattern (int16) -> float32, exactly: the pattern is float32's top half."""
-    return _f32_from_bits((np.int64(b) & 0xFFFF) << 16)
+    return _bitcast(np.int32((np.int32(b) & np.int32(0xFFFF)) << np.int32(16)), np.float32)
 
 
 @numba.njit(inline="always")
 def bf16_encode(x):
     """float32 -> bfloat16 bit pattern (int16), round to nearest even, as ml_dtypes' cast."""
-    f = _bits_from_f32(x)
-    if (f & 0x7FFFFFFF) > 0x7F800000:
-        b = ((f >> 16) & 0x8000) | 0x7FC0  # ml_dtypes returns the canonical quiet NaN
-    else:
-        b = (f + 0x7FFF + ((f >> 16) & 1)) >> 16
-    return np.int16(np.uint16(b & 0xFFFF))
+    f = _bitcast(np.float32(x), np.uint32)
+    nan = ((f >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7FC0)  # canonical quiet NaN
+    r = (f + np.uint32(0x7FFF) + ((f >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    is_nan = np.uint32(0) - np.uint32((f & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000))
+    return np.int16(np.uint16(((nan & is_nan) | (r & ~is_nan)) & np.uint32(0xFFFF)))

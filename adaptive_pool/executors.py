@@ -172,9 +172,10 @@ class Executor:
                     argument=name,
                 )
 
-    def _output(self, out, name, shape, dtype, like, inputs):
+    def _output(self, out, name, shape, dtype, like, inputs, zeroed=False):
         if out is None:
-            return self.backend.empty(shape, dtype, like)
+            alloc = self.backend.zeros if zeroed else self.backend.empty
+            return alloc(shape, dtype, like)
         self._check_out(out, name, shape, dtype, inputs)
         return out
 
@@ -265,7 +266,10 @@ class Executor:
         if self.op.max:
             self._check(indices, "indices", self.y_shape, self.index_dtype)
             inputs["indices"] = indices
-        gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs)
+        # A max backward's result allocated zeroed lets the backend write only what receives
+        # a gradient (where it says that is cheaper); a caller's out= is written whole.
+        zeroed = out is None and self.op.max and getattr(be, "prefers_zeroed_output", False)
+        gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs, zeroed)
         if self.empty:
             if 0 not in self.dims[:2]:
                 be.zero(gi, stream)
@@ -286,7 +290,7 @@ class Executor:
                     f"with shape {self.x_shape})",
                     argument="indices",
                 )
-            be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream)
+            be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream, zeroed)
         else:
             be.avg_pool_backward(go5, gi5, tab, self.dims, stream)
         self._finish(gi, git, stream)

@@ -1,4 +1,4 @@
-"""Small helpers shared by the CPU test files: data makers and dtype lists."""
+"""Small helpers shared by the test files: data makers, dtype lists, NaN-aware bit patterns."""
 
 from __future__ import annotations
 
@@ -51,3 +51,15 @@ def tol(dtype):
     if dtype == F64:
         return 1e-13, 1e-13
     return 2e-6, 2e-6
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """The bit patterns of ``a``, every NaN as one pattern.
+
+    IEEE 754 leaves the sign and payload of a NaN produced by arithmetic unspecified (x86
+    returns an operand's, NVIDIA GPUs a canonical one), so results are bitwise equal up to them.
+    """
+    a = np.ascontiguousarray(a)
+    b = a.view(f"u{a.itemsize}").copy()
+    b[np.isnan(a.astype(np.float64))] = np.iinfo(b.dtype).max
+    return b

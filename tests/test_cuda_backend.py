@@ -31,6 +31,7 @@ from numba import cuda  # noqa: E402 - after the mode check
 
 import adaptive_pool as ap  # noqa: E402
 from adaptive_pool import acl, bfloat16  # noqa: E402
+from support import bits  # noqa: E402
 
 DTYPES = [np.float32, np.float64, np.float16, bfloat16]
 DTYPE_IDS = ["f32", "f64", "f16", "bf16"]
@@ -45,13 +46,8 @@ def host(a) -> np.ndarray:
     return a.copy_to_host()
 
 
-def bits(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.itemsize}")
-
-
 def assert_bitwise(got, expected: np.ndarray) -> None:
-    """``got`` (a device array) holds exactly ``expected``'s bits, dtype and shape."""
+    """``got`` (a device array) holds ``expected``'s bits (NaNs as NaN), dtype and shape."""
     assert not isinstance(got, np.ndarray), "a CUDA call must return a CUDA array"
     g = host(got)
     assert g.dtype == expected.dtype

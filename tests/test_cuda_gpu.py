@@ -23,16 +23,12 @@ if not cuda.is_available():
 
 import adaptive_pool as ap  # noqa: E402
 from adaptive_pool import acl, bfloat16  # noqa: E402
+from support import bits  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = [np.float32, np.float64, np.float16, bfloat16]
 DTYPE_IDS = ["f32", "f64", "f16", "bf16"]
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.itemsize}")
 
 
 def data(shape, dtype, seed=0, special=False) -> np.ndarray:

@@ -125,6 +125,19 @@ def test_f16_encode_matches_numpy_around_every_boundary():
     ]
 
 
+@pytest.mark.parametrize("codec", ["float16", "bfloat16"])
+def test_encode_matches_the_casts_on_every_97th_float32_pattern(codec):
+    # 44 M patterns across the whole float32 range: every exponent, NaN payloads, both signs
+    v = (np.arange(0, 2**32, 97, dtype=np.uint64).astype(np.uint32)).view(np.float32)
+    if codec == "float16":
+        got, want = _f16_encode_all(v), _cast_bits(v, np.float16)
+    else:
+        got, want = _bf16_encode_all(v).view(np.uint16), _cast_bits(v, BF16)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(v[k:k + 1].view(np.uint32)[0])), hex(int(got[k])),
+                            hex(int(want[k]))) for k in bad[:10]]
+
+
 def test_bf16_encode_matches_ml_dtypes_around_every_boundary():
     v = _boundary_values(
         ALL16, lambda b: b.astype(np.uint16).view(np.int16).view(BF16).astype(np.float32)

@@ -26,7 +26,7 @@ import numpy as np
 from numba import prange
 
 from ..windows import index_in_window, table_layout
-from .access import acc, enc, get, key, key_nan, load_row, scratch, store_row
+from .access import acc, get, key, key_nan, load_row, put, scratch, store_row
 
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
 
@@ -47,13 +47,40 @@ def _chunk(ch, nchunk, total):
     return ch * total // nchunk, (ch + 1) * total // nchunk
 
 
+@numba.njit(inline="always")
+def _unravel(r, a, b, c):
+    """Item ``r`` of an ``(…, c, b, a)`` grid as ``(i0, i1, i2, i3)``, innermost first."""
+    i0 = r % a
+    t = r // a
+    i1 = t % b
+    t = t // b
+    i2 = t % c
+    return i0, i1, i2, t // c
+
+
+@numba.njit(inline="always")
+def _step(i0, i1, i2, i3, a, b, c):
+    """The item after ``(i0, i1, i2, i3)``: counters instead of four divisions per item."""
+    i0 += 1
+    if i0 == a:
+        i0 = 0
+        i1 += 1
+        if i1 == b:
+            i1 = 0
+            i2 += 1
+            if i2 == c:
+                i2 = 0
+                i3 += 1
+    return i0, i1, i2, i3
+
+
 @numba.njit(**_JIT)
 def avg_pool(x, xg, y, yg, tab, dims, nchunk):
     """``y[o] = sum(x[window(o)]) / volume(o)``; a work item is one output row.
 
-    Each input row of the window is decoded once into ``buf``; its w sums for every ``ow``
-    (``rs``) are added, element-wise over ``ow``, into the h level (``sh``) and that into the d
-    level (``sd``). The first term of a level is taken as is.
+    A direct loop over each window in the contract's order. It beat a separable version (row
+    sums shared between overlapping windows) on every measured shape but very long windows:
+    short rows made the separable version's row bookkeeping dominate.
     """
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
@@ -62,46 +89,26 @@ def avg_pool(x, xg, y, yg, tab, dims, nchunk):
     total = N * C * OD * OH
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
-        buf = scratch(x, W)
-        rs = scratch(x, OW)
-        sdh = scratch(x, OW)
-        s = scratch(x, OW)
-        ws = tab[sw : sw + OW]
-        we = tab[ew : ew + OW]
-        for r in range(r_lo, r_hi):
-            oh = r % OH
-            t = r // OH
-            od = t % OD
-            p = t // OD
-            n = p // C
-            c = p - n * C
+        oh, od, c, n = _unravel(r_lo, OH, OD, C)
+        for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             xb = x0 + n * xn + c * xc
-            for d in range(d0, d1):
-                for h in range(h0, h1):
-                    load_row(x, xb + d * xd + h * xh, xw, W, buf)
-                    for ow in range(OW):
-                        v = acc(x, 0)
-                        for w in range(ws[ow], we[ow]):
-                            v += buf[w]
-                        rs[ow] = v
-                    if h == h0:
-                        for ow in range(OW):
-                            sdh[ow] = rs[ow]
-                    else:
-                        for ow in range(OW):
-                            sdh[ow] += rs[ow]
-                if d == d0:
-                    for ow in range(OW):
-                        s[ow] = sdh[ow]
-                else:
-                    for ow in range(OW):
-                        s[ow] += sdh[ow]
-            vdh = (d1 - d0) * (h1 - h0)
+            yb = y0 + n * yn + c * yc + od * yd + oh * yh
             for ow in range(OW):
-                s[ow] = s[ow] / acc(x, vdh * (we[ow] - ws[ow]))
-            store_row(y, y0 + n * yn + c * yc + od * yd + oh * yh, yw, OW, s, 0)
+                w0, w1 = tab[sw + ow], tab[ew + ow]
+                s = acc(x, 0)
+                for d in range(d0, d1):
+                    sdh = acc(x, 0)
+                    for h in range(h0, h1):
+                        sdw = acc(x, 0)
+                        b = xb + d * xd + h * xh
+                        for w in range(w0, w1):
+                            sdw += get(x, b + w * xw)
+                        sdh += sdw
+                    s += sdh
+                put(y, yb + ow * yw, s / acc(x, (d1 - d0) * (h1 - h0) * (w1 - w0)))
+            oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
@@ -130,13 +137,8 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
             vw[ow] = acc(go, tab[ew + ow] - tab[sw + ow])
         wl = tab[lw : lw + W]
         wh = tab[hw : hw + W]
-        for it in range(it_lo, it_hi):
-            blk = it % nblk
-            t = it // nblk
-            d = t % D
-            p = t // D
-            n = p // C
-            c = p - n * C
+        blk, d, c, n = _unravel(it_lo, nblk, D, C)
+        for _ in range(it_lo, it_hi):
             h_first = blk * rows_per_item
             h_last = min(H, h_first + rows_per_item)
             od0, od1 = tab[ld + d], tab[hd + d]
@@ -187,6 +189,7 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                         for w in range(W):
                             row[w] += rowd[w]
                 store_row(gi, b, iw_, W, row, 0)
+            blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
 @numba.njit(**_JIT)
@@ -215,13 +218,8 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
         cr = np.empty(W, np.int64)
         ws = tab[sw : sw + OW]
         we = tab[ew : ew + OW]
-        for r in range(r_lo, r_hi):
-            oh = r % OH
-            t = r // OH
-            od = t % OD
-            p = t // OD
-            n = p // C
-            c = p - n * C
+        oh, od, c, n = _unravel(r_lo, OH, OD, C)
+        for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             xb = x0 + n * xn + c * xc
@@ -243,7 +241,7 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
                                 cr[w] = kr if take else cr[w]
                     else:
                         for w in range(W):
-                            k = key(x, x[b + w * xw])
+                            k = key(x, x[np.uint64(b + w * xw)])
                             if kr == d0 * H + h0 or k > cm[w] or k == knan:
                                 cm[w] = k
                                 cr[w] = kr
@@ -267,8 +265,9 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
                             bw, brow, found = w, cr[w], True
                 dd = brow // H
                 hh_ = brow - dd * H
-                y[yb + ow * yw] = x[xb + dd * xd + hh_ * xh + bw * xw]
-                ind[jb + ow * jw] = brow * W + bw
+                y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + dd * xd + hh_ * xh + bw * xw)]
+                ind[np.uint64(jb + ow * jw)] = brow * W + bw
+            oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(inline="always")
@@ -311,7 +310,7 @@ def first_bad_index(ind, ig, tab, dims, bad):
         nbad = 0
         if small:
             for ow in range(OW):
-                k = np.int64(ind[jb + ow * jw])
+                k = np.int64(ind[np.uint64(jb + ow * jw)])
                 kk = min(max(k, np.int64(0)), plane - 1)
                 q, w = _divmod_small(kk, W, rw)
                 d, h = _divmod_small(q, H, rh)
@@ -321,7 +320,7 @@ def first_bad_index(ind, ig, tab, dims, bad):
         bad[r] = -1
         if nbad or not small:
             for ow in range(OW):
-                k = np.int64(ind[jb + ow * jw])
+                k = np.int64(ind[np.uint64(jb + ow * jw)])
                 if not index_in_window(k, H, W, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow]):
                     bad[r] = ow
                     break
@@ -333,9 +332,9 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
 
     A work item is ``rows_per_item`` input rows of one ``(n, c, d)`` slab. It visits each output
     row covering the block once, in ascending (od, oh, ow) order, and adds every gradient whose
-    index lands in the block to a zeroed float block; the block is then encoded and written
-    whole. Indices must have passed :func:`first_bad_index`: an index inside its window lands
-    only in rows (and columns) its output cell covers, so this is exactly the per-element gather.
+    index lands in the block to a float block that starts at zero, and writes the block whole.
+    Indices must have passed :func:`first_bad_index`: an index inside its window lands only in
+    rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
     N, C, D, H, W, OD, OH, OW = dims
     _, _, ld, hd, _, _, lh, hh, _, _, _, _ = _layout(dims)
@@ -347,32 +346,85 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
     for ch in prange(nchunk):
         it_lo, it_hi = _chunk(ch, nchunk, total)
         blkbuf = scratch(go, rows_per_item * W)
-        for it in range(it_lo, it_hi):
-            blk = it % nblk
-            t = it // nblk
-            d = t % D
-            p = t // D
-            n = p // C
-            c = p - n * C
+        for k in range(blkbuf.size):
+            blkbuf[k] = 0
+        hits = np.empty(64, np.int64)  # the block's touched elements, to clear it again
+        blk, d, c, n = _unravel(it_lo, nblk, D, C)
+        for _ in range(it_lo, it_hi):
             h_first = blk * rows_per_item
             h_last = min(H, h_first + rows_per_item)
             nk = (h_last - h_first) * W
-            for k in range(nk):
-                blkbuf[k] = 0
             gb = g0 + n * gn + c * gc
             jb = j0 + n * jn + c * jc
             k0 = (d * H + h_first) * W
+            nhit = 0
             for od in range(tab[ld + d], tab[hd + d]):
                 for oh in range(tab[lh + h_first], tab[hh + h_last - 1]):
                     gr = gb + od * gd + oh * gh
                     jr = jb + od * jd + oh * jh
                     for ow in range(OW):
-                        k = np.int64(ind[jr + ow * jw]) - k0
+                        k = np.int64(ind[np.uint64(jr + ow * jw)]) - k0
                         if 0 <= k < nk:
                             blkbuf[k] += get(go, gr + ow * gw)
-            ib = i0 + n * in_ + c * ic + d * id_
+                            if nhit == hits.size:
+                                grown = np.empty(2 * nhit, np.int64)
+                                grown[:nhit] = hits
+                                hits = grown
+                            hits[nhit] = k
+                            nhit += 1
+            ib = i0 + n * in_ + c * ic + (d * id_ + h_first * ih_)
             if iw_ == 1 and ih_ == W:  # the block's rows are one run of memory
-                store_row(gi, ib + h_first * ih_, 1, nk, blkbuf, 0)
+                store_row(gi, ib, 1, nk, blkbuf, 0)
             else:
-                for h in range(h_first, h_last):
-                    store_row(gi, ib + h * ih_, iw_, W, blkbuf, (h - h_first) * W)
+                for h in range(h_last - h_first):
+                    store_row(gi, ib + h * ih_, iw_, W, blkbuf, h * W)
+            for t in range(nhit):
+                blkbuf[hits[t]] = 0
+            blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+
+
+@numba.njit(**_JIT)
+def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, nchunk, disjoint):
+    """The max backward into a ``gi`` that is already zero: only gradients are written.
+
+    A work item is one ``(n, c)`` plane. Its (index, gradient) pairs are collected in
+    ascending output order and sorted *stably* by index, so each element's gradients are
+    summed from +0.0 in ascending output order: bit for bit the gather's result, in time
+    proportional to the output, not the input. With ``disjoint`` windows (every axis divides
+    evenly) no two indices can be equal and the sort is skipped. Indices must have passed
+    :func:`first_bad_index`.
+    """
+    N, C, D, H, W, OD, OH, OW = dims
+    g0, gn, gc, gd, gh, gw = gog
+    j0, jn, jc, jd, jh, jw = ig
+    i0, in_, ic, id_, ih_, iw_ = gig
+    m = OD * OH * OW
+    hw = H * W
+    for ch in prange(nchunk):
+        p_lo, p_hi = _chunk(ch, nchunk, N * C)
+        keys = np.empty(m, np.int64)
+        vals = scratch(go, m)
+        for p in range(p_lo, p_hi):
+            n = p // C
+            c = p - n * C
+            q = 0
+            for od in range(OD):
+                for oh in range(OH):
+                    gr = g0 + n * gn + c * gc + od * gd + oh * gh
+                    jr = j0 + n * jn + c * jc + od * jd + oh * jh
+                    for ow in range(OW):
+                        keys[q] = ind[np.uint64(jr + ow * jw)]
+                        vals[q] = get(go, gr + ow * gw)
+                        q += 1
+            ib = i0 + n * in_ + c * ic
+            order = np.arange(m) if disjoint else np.argsort(keys, kind="mergesort")
+            q = 0
+            while q < m:
+                k = keys[order[q]]
+                s = acc(go, 0)
+                while q < m and keys[order[q]] == k:
+                    s += vals[order[q]]
+                    q += 1
+                d = k // hw
+                h = (k - d * hw) // W
+                put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, s)

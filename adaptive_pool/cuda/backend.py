@@ -244,7 +244,8 @@ class CudaBackend:
         bad = int(host[0])
         return -1 if bad == NO_BAD_INDEX else bad
 
-    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None) -> None:
+    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> None:
+        """The gather writes every element, so a zeroed ``gi`` changes nothing here."""
         s = resolve_stream(stream, go, ind, gi)
         gf, gg = flat(go, "grad_output")
         jf, jg = flat(ind, "indices")
