@@ -27,6 +27,7 @@ __all__ = [
     "cover_lo",
     "cover_hi",
     "table_layout",
+    "axes_layout",
     "index_in_window",
     "table_size",
     "build_tables",
@@ -109,6 +110,20 @@ def table_layout(in_size, out_size, base):
     lo_at = end_at + out_size
     hi_at = lo_at + in_size
     return base, end_at, lo_at, hi_at, hi_at + in_size
+
+
+@numba.njit(inline="always")
+def axes_layout(dims):
+    """Table offsets ``(start, end, lo, hi)`` of the d, h and w axes, flattened to 12 values.
+
+    ``dims = (N, C, D, H, W, OD, OH, OW)``, the kernels' view of every problem; the table is the
+    one :func:`build_tables` packs for ``(D, H, W) -> (OD, OH, OW)``.
+    """
+    _, _, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, b = table_layout(D, OD, 0)
+    sh, eh, lh, hh, b = table_layout(H, OH, b)
+    sw, ew, lw, hw, _ = table_layout(W, OW, b)
+    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
 
 
 @numba.njit(inline="always")

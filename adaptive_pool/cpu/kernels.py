@@ -25,20 +25,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from ..windows import index_in_window, table_layout
+from ..windows import axes_layout, index_in_window
 from .access import acc, get, key, key_nan, load_row, put, scratch, store_row
 
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
-
-
-@numba.njit(inline="always")
-def _layout(dims):
-    """Table offsets ``(start, end, lo, hi)`` of the d, h and w axes."""
-    _, _, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, b = table_layout(D, OD, 0)
-    sh, eh, lh, hh, b = table_layout(H, OH, b)
-    sw, ew, lw, hw, _ = table_layout(W, OW, b)
-    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
 
 
 @numba.njit(inline="always")
@@ -83,7 +73,7 @@ def avg_pool(x, xg, y, yg, tab, dims, nchunk):
     short rows made the separable version's row bookkeeping dominate.
     """
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
     y0, yn, yc, yd, yh, yw = yg
     total = N * C * OD * OH
@@ -121,7 +111,7 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
     row covered by a single output row is written straight from its partial row.
     """
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = _layout(dims)
+    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     i0, in_, ic, id_, ih_, iw_ = gig
     nblk = (H + rows_per_item - 1) // rows_per_item
@@ -206,7 +196,7 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
     payloads survive). Keys (see :func:`~adaptive_pool.cpu.access.key`) order like the values.
     """
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
     y0, yn, yc, yd, yh, yw = yg
     j0, jn, jc, jd, jh, jw = ig
@@ -291,7 +281,7 @@ def first_bad_index(ind, ig, tab, dims, bad):
     and H done through exact reciprocal estimates (integer divisions dominated the check).
     """
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
     plane = D * H * W
     small = plane < (np.int64(1) << 50)
@@ -337,7 +327,7 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
     rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
     N, C, D, H, W, OD, OH, OW = dims
-    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = _layout(dims)
+    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
     i0, in_, ic, id_, ih_, iw_ = gig

@@ -30,7 +30,7 @@ import numpy as np
 from numba import cuda
 
 from ..dtypes import bf16_decode, bf16_encode, f16_decode, f16_encode
-from ..windows import index_in_window, table_layout
+from ..windows import axes_layout, index_in_window
 
 __all__ = [
     "SIMULATOR",
@@ -47,16 +47,6 @@ SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
 #: The error flag's value when every index lies inside its window (no atomic min happened).
 NO_BAD_INDEX = np.iinfo(np.int64).max
-
-
-@numba.njit(inline="always")
-def _layout(dims):
-    """Table offsets ``(start, end, lo, hi)`` of the d, h and w axes."""
-    _, _, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, b = table_layout(D, OD, 0)
-    sh, eh, lh, hh, b = table_layout(H, OH, b)
-    sw, ew, lw, hw, _ = table_layout(W, OW, b)
-    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
 
 
 @numba.njit(inline="always")
@@ -92,7 +82,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
     def avg_pool(x, xg, y, yg, tab, dims):
         """``y[o] = sum(x[window(o)]) / volume(o)``; one thread per output element."""
         N, C, D, H, W, OD, OH, OW = dims
-        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
         first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
@@ -120,7 +110,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
     def avg_pool_backward(go, gog, gi, gig, tab, dims):
         """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``; a thread per input."""
         N, C, D, H, W, OD, OH, OW = dims
-        sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = _layout(dims)
+        sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
         g0, gn, gc, gd, gh, gw = gog
         i0, in_, ic, id_, ih_, iw_ = gig
         first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
@@ -152,7 +142,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         ``v > best or v != v``. The stored value is copied as is (no re-encoding).
         """
         N, C, D, H, W, OD, OH, OW = dims
-        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
         j0, jn, jc, jd, jh, jw = ig
@@ -188,7 +178,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         out of bounds either (each thread writes only its own element).
         """
         N, C, D, H, W, OD, OH, OW = dims
-        _, _, ld, hd, _, _, lh, hh, _, _, lw, hw = _layout(dims)
+        _, _, ld, hd, _, _, lh, hh, _, _, lw, hw = axes_layout(dims)
         g0, gn, gc, gd, gh, gw = gog
         j0, jn, jc, jd, jh, jw = ig
         i0, in_, ic, id_, ih_, iw_ = gig
@@ -217,7 +207,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
 def first_bad_index(ind, ig, tab, dims, flag):
     """``flag[0] = min`` C-order position of an index outside its own window (else untouched)."""
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = _layout(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
     first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
     step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
