@@ -27,7 +27,8 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not cudasim"
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -m cudasim
 
-bench: $(VENV)/.installed-demo
+# The benchmark's peer is PyTorch, which the test extras install.
+bench: $(VENV)/.installed-test
 	$(PY) -m adaptive_pool bench
 
 clean:

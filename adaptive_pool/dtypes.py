@@ -104,26 +104,27 @@ def _mask32(c):
 
 @numba.njit(inline="always")
 def f16_decode(u):
-    """float16 bit pattern (uint16) -> float32, exactly (subnormals, inf, NaN payloads)."""
+    """float16 bit pattern (uint16) -> float32, exactly (subnormals, inf, NaN payloads).
+
+    The exponent and mantissa bits, moved to float32's positions, read as a float32 that is
+    2**112 too small (a subnormal one for float16 subnormals): one exact multiplication scales
+    it. Only inf/NaN need their exponent set. (Exact because no backend flushes subnormals:
+    the PTX tests check for the absence of ``.ftz``.)
+    """
     h = np.int32(u) & np.int32(0xFFFF)
-    sign = (h & np.int32(0x8000)) << np.int32(16)
-    e = (h >> np.int32(10)) & np.int32(0x1F)
-    m = h & np.int32(0x3FF)
-    normal = sign | ((e + np.int32(112)) << np.int32(23)) | (m << np.int32(13))
-    special = sign | np.int32(0x7F800000) | (m << np.int32(13))
-    # zero or subnormal: m * 2**-24, exact in float32
-    sub = _bitcast(np.float32(np.float32(m) * np.float32(5.9604644775390625e-08)), np.int32) | sign
-    is_special = _mask32(e == np.int32(0x1F))
-    is_sub = _mask32(e == np.int32(0)) & ~is_special
-    bits = (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub))
-    return _bitcast(np.int32(bits), np.float32)
+    em = h & np.int32(0x7FFF)
+    f = _bitcast(np.int32(em << np.int32(13)), np.float32) * np.float32(5.192296858534828e33)
+    is_special = _mask32(em >= np.int32(0x7C00))
+    bits = (_bitcast(np.float32(f), np.int32) & ~is_special) | (
+        ((em << np.int32(13)) | np.int32(0x7F800000)) & is_special
+    )
+    return _bitcast(np.int32(bits | ((h & np.int32(0x8000)) << np.int32(16))), np.float32)
 
 
 @numba.njit(inline="always")
 def f16_encode(x):
     """float32 -> float16 bit pattern (uint16), round to nearest even, as NumPy's cast."""
     f = _bitcast(np.float32(x), np.int32)
-    sign = (f >> np.int32(16)) & np.int32(0x8000)
     a = f & np.int32(0x7FFFFFFF)
     # NaN: keep the payload's top bits, but never become an infinity
     h_nan = np.int32(0x7C00) + ((a & np.int32(0x7FFFFF)) >> np.int32(13))
@@ -131,19 +132,17 @@ def f16_encode(x):
     # normal: rebias the exponent, round to nearest even by biasing before the shift
     h_norm = (a - np.int32(0x38000000) + np.int32(0xFFF) + ((a >> np.int32(13)) & np.int32(1)))
     h_norm = h_norm >> np.int32(13)
-    # subnormal: the 24-bit significand shifted to units of 2**-24, rounded to nearest even
-    shift = min(max(np.int32(126) - (a >> np.int32(23)), np.int32(14)), np.int32(24))
-    m = (a & np.int32(0x7FFFFF)) | np.int32(0x800000)
-    h_sub = m >> shift
-    rem = m & ((np.int32(1) << shift) - np.int32(1))
-    half = np.int32(1) << (shift - np.int32(1))
-    h_sub = h_sub + np.int32((rem > half) | ((rem == half) & ((h_sub & np.int32(1)) != 0)))
+    # below 2**-14 (subnormal or zero): in 0.5 + |x| float32's step is 2**-24, float16's
+    # subnormal step, so the hardware's rounding leaves the float16 pattern in the low bits
+    h_sub = _bitcast(
+        np.float32(_bitcast(np.int32(a), np.float32) + np.float32(0.5)), np.int32
+    ) - np.int32(0x3F000000)
     is_nan = _mask32(a > np.int32(0x7F800000))
     is_inf = _mask32(a >= np.int32(0x477FF000)) & ~is_nan  # also every value >= 65520
     is_norm = _mask32(a >= np.int32(0x38800000)) & ~(is_nan | is_inf)
-    is_sub = _mask32(a >= np.int32(0x33000000)) & ~(is_nan | is_inf | is_norm)  # else zero
-    h = (h_nan & is_nan) | (np.int32(0x7C00) & is_inf) | (h_norm & is_norm) | (h_sub & is_sub)
-    return np.uint16(sign | h)
+    h = (h_nan & is_nan) | (np.int32(0x7C00) & is_inf) | (h_norm & is_norm)
+    h = h | (h_sub & ~(is_nan | is_inf | is_norm))
+    return np.uint16(((f >> np.int32(16)) & np.int32(0x8000)) | h)
 
 
 @numba.njit(inline="always")

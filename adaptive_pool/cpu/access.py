@@ -162,9 +162,8 @@ def _key_nan(a):
 def load_row(a, base, stride, n, buf):
     """``buf[j] = a[base + j * stride]`` decoded, for ``j < n`` (vectorised at unit stride)."""
     if stride == 1:
-        seg = a[base : base + n]
         for j in range(n):
-            buf[j] = dec(a, seg[j])
+            buf[j] = dec(a, a[np.uint64(base + j)])
     else:
         for j in range(n):
             buf[j] = dec(a, a[np.uint64(base + j * stride)])
@@ -174,10 +173,8 @@ def load_row(a, base, stride, n, buf):
 def store_row(a, base, stride, n, buf, off):
     """``a[base + j * stride] = buf[off + j]`` encoded once, for ``j < n``."""
     if stride == 1:
-        seg = a[base : base + n]
-        src = buf[off : off + n]
         for j in range(n):
-            seg[j] = enc(a, src[j])
+            a[np.uint64(base + j)] = enc(a, buf[off + j])
     else:
         for j in range(n):
             a[np.uint64(base + j * stride)] = enc(a, buf[off + j])

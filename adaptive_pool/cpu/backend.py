@@ -211,7 +211,7 @@ class CpuBackend:
         jf, jg = flat_geometry(ind)
         n, c, _, _, _, od, oh, ow = dims
         bad = np.empty(n * c * od * oh, np.int64)
-        self._launch(kernels.first_bad_index, jf, jg, tab, dims, bad)
+        self._launch(kernels.first_bad_index, jf, jg, tab, dims, bad, self._chunks(bad.size))
         rows = np.flatnonzero(bad >= 0)
         return -1 if rows.size == 0 else int(rows[0]) * ow + int(bad[rows[0]])
 

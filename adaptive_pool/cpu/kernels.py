@@ -274,7 +274,7 @@ def _divmod_small(k, m, rm):
 
 
 @numba.njit(**_JIT)
-def first_bad_index(ind, ig, tab, dims, bad):
+def first_bad_index(ind, ig, tab, dims, bad, nchunk):
     """Flag each output row's first index outside its window: ``bad[r]`` = its ow, else -1.
 
     The same test as :func:`~adaptive_pool.windows.index_in_window`, with the divisions by W
@@ -287,33 +287,31 @@ def first_bad_index(ind, ig, tab, dims, bad):
     small = plane < (np.int64(1) << 50)
     rw = 1.0 / W
     rh = 1.0 / H
-    for r in prange(N * C * OD * OH):
-        oh = r % OH
-        t = r // OH
-        od = t % OD
-        p = t // OD
-        n = p // C
-        c = p - n * C
-        d0, d1 = tab[sd + od], tab[ed + od]
-        h0, h1 = tab[sh + oh], tab[eh + oh]
-        jb = j0 + n * jn + c * jc + od * jd + oh * jh
-        nbad = 0
-        if small:
-            for ow in range(OW):
-                k = np.int64(ind[np.uint64(jb + ow * jw)])
-                kk = min(max(k, np.int64(0)), plane - 1)
-                q, w = _divmod_small(kk, W, rw)
-                d, h = _divmod_small(q, H, rh)
-                ok = (k == kk) & (d0 <= d) & (d < d1) & (h0 <= h) & (h < h1)
-                ok = ok & (tab[sw + ow] <= w) & (w < tab[ew + ow])
-                nbad += not ok
-        bad[r] = -1
-        if nbad or not small:
-            for ow in range(OW):
-                k = np.int64(ind[np.uint64(jb + ow * jw)])
-                if not index_in_window(k, H, W, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow]):
-                    bad[r] = ow
-                    break
+    for ch in prange(nchunk):
+        r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+        oh, od, c, n = _unravel(r_lo, OH, OD, C)
+        for r in range(r_lo, r_hi):
+            d0, d1 = tab[sd + od], tab[ed + od]
+            h0, h1 = tab[sh + oh], tab[eh + oh]
+            jb = j0 + n * jn + c * jc + od * jd + oh * jh
+            nbad = 0
+            if small:
+                for ow in range(OW):
+                    k = np.int64(ind[np.uint64(jb + ow * jw)])
+                    kk = min(max(k, np.int64(0)), plane - 1)
+                    q, w = _divmod_small(kk, W, rw)
+                    d, h = _divmod_small(q, H, rh)
+                    ok = (k == kk) & (d0 <= d) & (d < d1) & (h0 <= h) & (h < h1)
+                    ok = ok & (tab[sw + ow] <= w) & (w < tab[ew + ow])
+                    nbad += not ok
+            bad[r] = -1
+            if nbad or not small:
+                for ow in range(OW):
+                    k = np.int64(ind[np.uint64(jb + ow * jw)])
+                    if not index_in_window(k, H, W, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow]):
+                        bad[r] = ow
+                        break
+            oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
@@ -373,6 +371,31 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
             blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
+@numba.njit(inline="always")
+def _stable_sort_by_key(keys, vals):
+    """Sort ``keys`` ascending, ``vals`` alongside, keeping equal keys in their order.
+
+    Keys collected in output order are nearly sorted (windows advance with the output), so an
+    insertion sort does little work and allocates nothing; long lists use a merge sort.
+    """
+    m = keys.size
+    if m > 4096:
+        order = np.argsort(keys, kind="mergesort")
+        keys[:] = keys[order]
+        vals[:] = vals[order]
+        return
+    for q in range(1, m):
+        k = keys[q]
+        v = vals[q]
+        j = q
+        while j > 0 and keys[j - 1] > k:
+            keys[j] = keys[j - 1]
+            vals[j] = vals[j - 1]
+            j -= 1
+        keys[j] = k
+        vals[j] = v
+
+
 @numba.njit(**_JIT)
 def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, nchunk, disjoint):
     """The max backward into a ``gi`` that is already zero: only gradients are written.
@@ -406,14 +429,15 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, nchunk, disjoint):
                         keys[q] = ind[np.uint64(jr + ow * jw)]
                         vals[q] = get(go, gr + ow * gw)
                         q += 1
+            if not disjoint:
+                _stable_sort_by_key(keys, vals)
             ib = i0 + n * in_ + c * ic
-            order = np.arange(m) if disjoint else np.argsort(keys, kind="mergesort")
             q = 0
             while q < m:
-                k = keys[order[q]]
+                k = keys[q]
                 s = acc(go, 0)
-                while q < m and keys[order[q]] == k:
-                    s += vals[order[q]]
+                while q < m and keys[q] == k:
+                    s += vals[q]
                     q += 1
                 d = k // hw
                 h = (k - d * hw) // W
