@@ -520,6 +520,10 @@ def plot(cases: list[Case], path: str, copy_bw: dict[str, dict[str, float]]) -> 
     axes[0].barh(ypos, [c.ratio for c in ok], color=col)
     axes[0].axvline(1.0, color="k", lw=0.8)
     axes[0].set_xscale("log")
+    # plain ratios at round values: the default log labels (2x10^-1, ...) collide
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if t <= 2 * max(c.ratio for c in ok)]
+    axes[0].set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    axes[0].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[0].set_xlabel("speedup vs PyTorch (PyTorch time / ours)")
     frac = [c.bytes / c.ours_s / copy_bw[c.backend]["bytes_per_s"] for c in ok]
     axes[1].barh(ypos, frac, color=col)
