@@ -366,18 +366,16 @@ class CudaDevice:
     def __init__(self, torch: Any) -> None:
         self.torch = torch if torch is not None and torch.cuda.is_available() else None
         if self.torch is None:
-            from numba import cuda  # noqa: PLC0415
+            from .cuda import backend  # noqa: PLC0415 - the one module that imports numba.cuda
 
-            if not cuda.is_available():
+            if not backend.is_available():
                 raise RuntimeError("no CUDA GPU is available")
-            self.cuda = cuda
+            self.cuda = backend
 
     def put(self, a: np.ndarray, name: str) -> Any:
         if self.torch is not None:
             return _to_torch(self.torch, a, name, "cuda")
-        if name == "bfloat16":
-            raise RuntimeError("bfloat16 on CUDA needs PyTorch (Numba device arrays lack it)")
-        return self.cuda.to_device(np.ascontiguousarray(a))
+        return self.cuda.to_device(a)
 
     def sync(self) -> None:
         if self.torch is not None:
@@ -395,7 +393,7 @@ class CudaDevice:
             copy = lambda: dst.copy_(src)  # noqa: E731
         else:
             src = self.cuda.to_device(np.ones(n, np.float64))
-            dst = self.cuda.device_array_like(src)
+            dst = self.cuda.to_device(np.empty(n, np.float64))
             copy = lambda: dst.copy_to_device(src)  # noqa: E731
         copy()
         self.sync()
@@ -411,7 +409,7 @@ class CudaDevice:
     def describe(self) -> str:
         if self.torch is not None:
             return f"CUDA {self.torch.cuda.get_device_name()}"
-        return f"CUDA {self.cuda.get_current_device().name.decode()}"
+        return f"CUDA {self.cuda.device_name()}"
 
 
 def cuda_present(torch: Any) -> bool:
@@ -421,10 +419,10 @@ def cuda_present(torch: Any) -> bool:
         except Exception:  # noqa: BLE001
             return False
     try:
-        from numba import cuda  # noqa: PLC0415
+        from .cuda import backend  # noqa: PLC0415
 
-        return bool(cuda.is_available())
-    except Exception:  # noqa: BLE001
+        return backend.is_available()
+    except ImportError:
         return False
 
 

@@ -46,3 +46,23 @@ def test_against_torch(tmp_path, capsys, torch):
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         main(["bench", "--dtypes", "int8"])
+
+
+@pytest.mark.cudasim
+def test_cuda_path_runs_in_the_simulator(tmp_path, capsys):
+    # The GPU benchmark's Numba-array path, end to end (PyTorch CUDA needs a real GPU).
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        pytest.skip("needs NUMBA_ENABLE_CUDASIM=1 (its own pytest process)")
+    out = tmp_path / "bench.json"
+    status = main([
+        "bench", "--quiet", "--no-torch", "--backends", "cuda", "--repeat", "1", "--warmup", "1",
+        "--dtypes", "float32,bfloat16", "--shapes", "1x2x5x6:2x3", "1x2x3x4x5:2x2x3",
+        "--json", str(out),
+    ])
+    assert status == 0
+    cases = json.loads(out.read_text())["cases"]
+    assert {c["backend"] for c in cases} == {"cuda"}
+    assert not [c for c in cases if c["error"]]
+    assert len(cases) == 2 * 2 * 2  # 2 ops per shape kind x 2 shapes x 2 dtypes

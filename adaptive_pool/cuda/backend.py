@@ -286,3 +286,14 @@ def to_host(a: Any) -> np.ndarray:
         return a.detach().view(_UINT_OF_SIZE[dtype.itemsize] and __import__("torch").int16)\
             .cpu().numpy().view(dtype) if dtype.kind == "V" else a.detach().cpu().numpy()
     raise AdaptivePoolTypeError(f"cannot copy {type(a).__name__} to the host", argument="a")
+
+
+def synchronize() -> None:
+    """Wait for all work queued on the current device."""
+    cuda.synchronize()
+
+
+def device_name() -> str:
+    """The current CUDA device's name."""
+    name = getattr(cuda.get_current_device(), "name", "Numba's CUDA simulator")
+    return name.decode() if isinstance(name, bytes) else str(name)
