@@ -8,7 +8,7 @@ table of :mod:`adaptive_pool.windows`; ``dims`` is ``(N, C, D, H, W, OD, OH, OW)
 
 Threads: forwards run one thread per output element, backwards one thread per *input* element
 (a gather: each sums the contributions of the output cells covering it, in ascending order), in
-grid-stride loops. No atomics except the index check's error flag, no zero-fill pass.
+grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in 64 bits). No atomics except the index check's error flag, no zero-fill pass.
 
 Bitwise equality with the CPU: the sums run in the CPU kernels' order (w innermost, then h, then
 d, each level from +0.0), divide by the integer window volume converted to the accumulation type,
@@ -85,9 +85,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
-        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-        for t in range(first, N * C * OD * OH * OW, step):
+        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
             n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
@@ -113,9 +111,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
         g0, gn, gc, gd, gh, gw = gog
         i0, in_, ic, id_, ih_, iw_ = gig
-        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-        for t in range(first, N * C * D * H * W, step):
+        for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
             n, c, d, h, w = _split(t, C, D, H, W)
             gb = g0 + n * gn + c * gc
             ow0, ow1 = tab[lw + w], tab[hw + w]
@@ -146,9 +142,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
         j0, jn, jc, jd, jh, jw = ig
-        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-        for t in range(first, N * C * OD * OH * OW, step):
+        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
             n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
@@ -182,9 +176,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         g0, gn, gc, gd, gh, gw = gog
         j0, jn, jc, jd, jh, jw = ig
         i0, in_, ic, id_, ih_, iw_ = gig
-        first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-        step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-        for t in range(first, N * C * D * H * W, step):
+        for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
             n, c, d, h, w = _split(t, C, D, H, W)
             k = (d * H + h) * W + w
             gb = g0 + n * gn + c * gc
@@ -209,9 +201,7 @@ def first_bad_index(ind, ig, tab, dims, flag):
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
-    first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-    step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-    for t in range(first, N * C * OD * OH * OW, step):
+    for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
         n, c, od, oh, ow = _split(t, C, OD, OH, OW)
         k = np.int64(ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw])
         if not index_in_window(
@@ -226,9 +216,7 @@ def fill_zero(a, ag, shape):
     """Write 0 to every element of a (up to) 5-D array given as flat storage + geometry."""
     a0, s0, s1, s2, s3, s4 = ag
     n0, n1, n2, n3, n4 = shape
-    first = np.int64(cuda.blockIdx.x) * np.int64(cuda.blockDim.x) + np.int64(cuda.threadIdx.x)
-    step = np.int64(cuda.gridDim.x) * np.int64(cuda.blockDim.x)
-    for t in range(first, n0 * n1 * n2 * n3 * n4, step):
+    for t in range(cuda.grid(1), n0 * n1 * n2 * n3 * n4, cuda.gridsize(1)):
         i0, i1, i2, i3, i4 = _split(t, n1, n2, n3, n4)
         a[a0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3 + i4 * s4] = 0
 
