@@ -8,7 +8,8 @@ table of :mod:`adaptive_pool.windows`; ``dims`` is ``(N, C, D, H, W, OD, OH, OW)
 
 Threads: forwards run one thread per output element, backwards one thread per *input* element
 (a gather: each sums the contributions of the output cells covering it, in ascending order), in
-grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in 64 bits). No atomics except the index check's error flag, no zero-fill pass.
+grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in 64 bits). No atomics except the
+index check's error flag, no zero-fill pass.
 
 Bitwise equality with the CPU: the sums run in the CPU kernels' order (w innermost, then h, then
 d, each level from +0.0), divide by the integer window volume converted to the accumulation type,
