@@ -11,12 +11,14 @@ w innermost, then h, then d, each level starting from +0.0 and adding in ascendi
 A level whose only term is itself such a sum may take the term as is: a sum started from +0.0 is
 never -0.0, so ``0.0 + term == term`` bit for bit.
 
-How they go fast (all memory-bound when they do): work is handed out in ``nchunk`` contiguous
-ranges of work items so that scratch rows are allocated once per range, not per item; input
-rows are decoded and output rows encoded whole, with branch-free codecs, through unit-stride
-loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row`/``store_row``); the sums
-are separable (w sums per input row, then element-wise adds of whole rows along h and d), which
-keeps the contract's order while every level but the innermost runs vectorised.
+How they go fast: work is handed out in ``nchunk`` contiguous ranges of work items, walked with
+counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
+indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward loops over each
+window directly; the average backward reduces along w once per covering output row and adds
+whole rows, and the max backward fills blocks of rows, both decoding and encoding through
+unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
+``store_row``). The max backward into a result that is already zero writes only the elements
+that receive a gradient (:func:`max_pool_backward_sparse`).
 """
 
 from __future__ import annotations
