@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import OutputSize, check_index_dtype, require
+from .arguments import OutputSize, require
 from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import Executor
 from .functional import backward_executor, forward_executor
@@ -137,13 +137,8 @@ def adaptive_max_pool3d_get_workspace_size(
     """Phase one of ``aclnnAdaptiveMaxPool3d``; the index dtype is ``indices_out``'s."""
     require(x, "x")
     require(indices_out, "indices_out")
-    from .dispatch import backend_for  # noqa: PLC0415
-
-    index_dtype = check_index_dtype(
-        backend_for(x=x, indices_out=indices_out).describe(indices_out)[1], "indices_out"
-    )
     ex = forward_executor(
-        "adaptive_max_pool3d", x, output_size, index_dtype, out=out, indices_out=indices_out
+        "adaptive_max_pool3d", x, output_size, out=out, indices_out=indices_out
     )
     return _bind(ex, x=x, out=out, indices_out=indices_out)
 

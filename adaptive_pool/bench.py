@@ -719,7 +719,6 @@ def main(argv: list[str]) -> int:
         print("bench: no case matches (avg2d operators take 2 output sizes, max3d ones 3)",
               file=sys.stderr)
         return 2
-    import adaptive_pool  # noqa: F401,PLC0415
     import numba  # noqa: PLC0415
 
     report["numba_threads"] = numba.get_num_threads()

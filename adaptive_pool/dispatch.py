@@ -16,14 +16,15 @@ from .errors import AdaptivePoolTypeError
 
 __all__ = ["backend_for", "is_cuda_array", "cuda_backend"]
 
-_SIMULATOR_MODULES = ("numba.cuda.simulator", "numba_cuda.numba.cuda.simulator")
+#: Modules whose arrays are Numba CUDA-simulator arrays (they have no interface to test).
+SIMULATOR_MODULES = ("numba.cuda.simulator", "numba_cuda.numba.cuda.simulator")
 
 
 def is_cuda_array(a: object) -> bool:
     """Whether ``a`` lives on a CUDA device (or in Numba's CUDA simulator)."""
     if isinstance(a, np.ndarray):
         return False
-    if type(a).__module__.startswith(_SIMULATOR_MODULES):
+    if type(a).__module__.startswith(SIMULATOR_MODULES):
         return True
     try:
         a.__cuda_array_interface__  # PyTorch raises AttributeError on CPU tensors

@@ -181,10 +181,10 @@ class Executor:
 
     def _direct(self, a: Any, like: Any) -> Any:
         """``a``, or a temporary to compute into when kernels cannot write ``a`` in place."""
-        writes_through = getattr(self.backend, "writes_through", None)
-        if writes_through is None or writes_through(a):
+        if self.backend.writes_through(a):
             return a
-        return self.backend.empty(self.backend.describe(a)[0], self.backend.describe(a)[1], like)
+        shape, dtype = self.backend.describe(a)
+        return self.backend.empty(shape, dtype, like)
 
     def _finish(self, a: Any, tmp: Any, stream: Any) -> None:
         if tmp is not a:
@@ -268,7 +268,7 @@ class Executor:
             inputs["indices"] = indices
         # A max backward's result allocated zeroed lets the backend write only what receives
         # a gradient (where it says that is cheaper); a caller's out= is written whole.
-        zeroed = out is None and self.op.max and getattr(be, "prefers_zeroed_output", False)
+        zeroed = out is None and self.op.max and be.prefers_zeroed_output
         gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs, zeroed)
         if self.empty:
             if 0 not in self.dims[:2]:

@@ -28,9 +28,14 @@ __all__ = [
 def forward_executor(
     op: str, x: Any, output_size: OutputSize, index_dtype: Any = None, **outputs: Any
 ) -> Executor:
-    """Validate a forward call and return its (cached) executor."""
+    """Validate a forward call and return its (cached) executor.
+
+    A given ``indices_out`` decides the index dtype (``index_dtype`` is then ignored).
+    """
     require(x, "x")
     be = backend_for(x=x, **outputs)
+    if outputs.get("indices_out") is not None:
+        index_dtype = check_index_dtype(be.describe(outputs["indices_out"])[1], "indices_out")
     shape, dtype = be.describe(x)
     o = OPERATORS[op]
     check_rank(shape, o.ranks, "x", o.layout)
@@ -171,9 +176,6 @@ def adaptive_max_pool3d(
     indices : array of ``index_dtype``, same shape
         Flat offsets ``d*H*W + h*W + w`` of each maximum inside its ``(n, c)`` plane.
     """
-    if indices_out is not None:
-        be = backend_for(x=x, indices_out=indices_out)
-        index_dtype = check_index_dtype(be.describe(indices_out)[1], "indices_out")
     ex = forward_executor(
         "adaptive_max_pool3d", x, output_size, index_dtype, out=out, indices_out=indices_out
     )

@@ -40,8 +40,7 @@ class MissingExtraError(AdaptivePoolError, ImportError):
 def _matplotlib(what: str) -> Any:
     """``matplotlib.pyplot``, or a :class:`MissingExtraError` naming the extra to install."""
     try:
-        import matplotlib  # noqa: PLC0415, F401 - optional, imported on first use
-        import matplotlib.pyplot as plt  # noqa: PLC0415
+        import matplotlib.pyplot as plt  # noqa: PLC0415 - optional, imported on first use
     except ImportError as e:
         raise MissingExtraError(
             f"adaptive_pool.{what} needs matplotlib, which is not installed; install the "

@@ -16,35 +16,26 @@ from support import ALL_DTYPES, BF16, DTYPE_IDS, F16, F32, F64, rand
 
 # -- the codecs, called from compiled code as the kernels call them -----------------------------
 @numba.njit
+def _apply(codec, values, out):
+    for k in range(values.size):
+        out[k] = codec(values[k])
+    return out
+
+
 def _f16_decode_all(bits):
-    out = np.empty(bits.size, np.float32)
-    for k in range(bits.size):
-        out[k] = dtypes.f16_decode(bits[k])
-    return out
+    return _apply(dtypes.f16_decode, bits, np.empty(bits.size, np.float32))
 
 
-@numba.njit
 def _f16_encode_all(values):
-    out = np.empty(values.size, np.uint16)
-    for k in range(values.size):
-        out[k] = dtypes.f16_encode(values[k])
-    return out
+    return _apply(dtypes.f16_encode, values, np.empty(values.size, np.uint16))
 
 
-@numba.njit
 def _bf16_decode_all(bits):
-    out = np.empty(bits.size, np.float32)
-    for k in range(bits.size):
-        out[k] = dtypes.bf16_decode(bits[k])
-    return out
+    return _apply(dtypes.bf16_decode, bits, np.empty(bits.size, np.float32))
 
 
-@numba.njit
 def _bf16_encode_all(values):
-    out = np.empty(values.size, np.int16)
-    for k in range(values.size):
-        out[k] = dtypes.bf16_encode(values[k])
-    return out
+    return _apply(dtypes.bf16_encode, values, np.empty(values.size, np.int16))
 
 
 def _f32(bits):

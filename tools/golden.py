@@ -70,37 +70,37 @@ def run_all():
     rng = np.random.default_rng(1234)
     for dt in DT:
         dn = np.dtype(dt).name
-        for si, (xs, os) in enumerate(AVG):
+        for si, (xs, ys) in enumerate(AVG):
             x = data(rng, xs, dt)
-            go = data(rng, xs[:-2] + os, dt)
+            go = data(rng, xs[:-2] + ys, dt)
             for vn, xv in views(rng, x):
-                res[f"avg/{dn}/{si}/{vn}"] = bits(ap.adaptive_avg_pool2d(xv, os))
+                res[f"avg/{dn}/{si}/{vn}"] = bits(ap.adaptive_avg_pool2d(xv, ys))
             for vn, gv in views(rng, go):
                 res[f"avgb/{dn}/{si}/{vn}"] = bits(ap.adaptive_avg_pool2d_backward(gv, x))
-        for si, (xs, os) in enumerate(MAX):
+        for si, (xs, ys) in enumerate(MAX):
             for sp in (False, True):
                 x = data(rng, xs, dt, special=sp)
                 for vn, xv in views(rng, x):
                     for idt in (np.int32, np.int64):
-                        y, i = ap.adaptive_max_pool3d(xv, os, index_dtype=idt)
+                        y, i = ap.adaptive_max_pool3d(xv, ys, index_dtype=idt)
                         res[f"max/{dn}/{si}/{sp}/{vn}/{np.dtype(idt).name}/y"] = bits(y)
                         res[f"max/{dn}/{si}/{sp}/{vn}/{np.dtype(idt).name}/i"] = i
-                y, i = ap.adaptive_max_pool3d(x, os)
+                y, i = ap.adaptive_max_pool3d(x, ys)
                 go = data(rng, y.shape, dt, special=sp)
                 for vn, gv in views(rng, go):
                     res[f"maxb/{dn}/{si}/{sp}/{vn}"] = bits(ap.adaptive_max_pool3d_backward(gv, x, i))
                     res[f"maxb/{dn}/{si}/{sp}/{vn}/i64"] = bits(ap.adaptive_max_pool3d_backward(gv, x, i.astype(np.int64)))
         # avg with D > 1 through the backend directly (one kernel, D as a real axis)
         st = STORE[np.dtype(dt)]
-        for si, (xs, os) in enumerate(AVG3):
+        for si, (xs, ys) in enumerate(AVG3):
             x = data(rng, xs, dt)
             n, c = xs[:2]
-            tab = windows.build_tables(xs[2:], os)
-            dims = (n, c) + xs[2:] + os
-            y = np.empty(xs[:2] + os, dt)
+            tab = windows.build_tables(xs[2:], ys)
+            dims = (n, c) + xs[2:] + ys
+            y = np.empty(xs[:2] + ys, dt)
             BACKEND.avg_pool(x.view(st), y.view(st), tab, dims)
             res[f"avg3/{dn}/{si}"] = bits(y)
-            go = data(rng, xs[:2] + os, dt)
+            go = data(rng, xs[:2] + ys, dt)
             for vn, gv in views(rng, go):
                 gi = np.empty(xs, dt)
                 BACKEND.avg_pool_backward(gv.view(st), gi.view(st), tab, dims)
@@ -109,14 +109,14 @@ def run_all():
     rng = np.random.default_rng(99)
     for dt in DT:
         dn = np.dtype(dt).name
-        for k, (xs, os) in enumerate([((1, 2, 57, 61), (7, 9)), ((4, 64, 14, 14), (5, 5)), ((1, 1, 100, 3), (13, 2)),
+        for k, (xs, ys) in enumerate([((1, 2, 57, 61), (7, 9)), ((4, 64, 14, 14), (5, 5)), ((1, 1, 100, 3), (13, 2)),
                                       ((2, 3, 30, 40), (60, 80))]):
-            x = data(rng, xs, dt); go = data(rng, xs[:2] + os, dt)
-            res[f"bigavg/{dn}/{k}"] = bits(ap.adaptive_avg_pool2d(x, os))
+            x = data(rng, xs, dt); go = data(rng, xs[:2] + ys, dt)
+            res[f"bigavg/{dn}/{k}"] = bits(ap.adaptive_avg_pool2d(x, ys))
             res[f"bigavgb/{dn}/{k}"] = bits(ap.adaptive_avg_pool2d_backward(go, x))
-        for k, (xs, os) in enumerate([((1, 2, 9, 30, 31), (4, 7, 9)), ((2, 8, 8, 14, 14), (3, 5, 5)), ((1, 1, 20, 3, 50), (7, 2, 60))]):
+        for k, (xs, ys) in enumerate([((1, 2, 9, 30, 31), (4, 7, 9)), ((2, 8, 8, 14, 14), (3, 5, 5)), ((1, 1, 20, 3, 50), (7, 2, 60))]):
             x = data(rng, xs, dt, special=(k == 1))
-            y, i = ap.adaptive_max_pool3d(x, os)
+            y, i = ap.adaptive_max_pool3d(x, ys)
             go = data(rng, y.shape, dt)
             res[f"bigmax/{dn}/{k}/y"] = bits(y); res[f"bigmax/{dn}/{k}/i"] = i
             res[f"bigmaxb/{dn}/{k}"] = bits(ap.adaptive_max_pool3d_backward(go, x, i))

@@ -163,21 +163,16 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                     store_row(gi, b, iw_, W, part, q0)
                     continue
                 for od in range(od0, od1):
+                    # the h level of this od's sum; the first od's is the d level's first term
+                    acc_h = row if od == od0 else rowd
                     q = (od - od0) * nh * W + q0
-                    if od == od0:
+                    for w in range(W):
+                        acc_h[w] = part[q + w]
+                    for oh in range(lo + 1, hi):
+                        q += W
                         for w in range(W):
-                            row[w] = part[q + w]
-                        for oh in range(lo + 1, hi):
-                            q += W
-                            for w in range(W):
-                                row[w] += part[q + w]
-                    else:
-                        for w in range(W):
-                            rowd[w] = part[q + w]
-                        for oh in range(lo + 1, hi):
-                            q += W
-                            for w in range(W):
-                                rowd[w] += part[q + w]
+                            acc_h[w] += part[q + w]
+                    if od != od0:
                         for w in range(W):
                             row[w] += rowd[w]
                 store_row(gi, b, iw_, W, row, 0)

@@ -22,6 +22,7 @@ import numpy as np
 from numba import cuda
 
 from ..cpu.backend import flat_geometry as _host_flat_geometry
+from ..dispatch import SIMULATOR_MODULES
 from ..dtypes import bfloat16
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .kernels import SIMULATOR
@@ -47,7 +48,7 @@ _KINDS = ("torch", "cupy")
 def kind_of(a: object) -> str:
     """``"torch"``, ``"cupy"``, ``"simulator"`` or ``"numba"`` (any other interface exporter)."""
     mod = type(a).__module__
-    if SIMULATOR and mod.startswith(("numba.cuda.simulator", "numba_cuda.numba.cuda.simulator")):
+    if SIMULATOR and mod.startswith(SIMULATOR_MODULES):
         return "simulator"
     top = mod.partition(".")[0]
     return top if top in _KINDS else "numba"

@@ -119,6 +119,13 @@ class CudaBackend:
     def is_writeable(self, a: object) -> bool:
         return not device_view(a).readonly
 
+    #: The gather writes every element, so a zeroed result would only cost a fill.
+    prefers_zeroed_output = False
+
+    def writes_through(self, a: object) -> bool:
+        """Always: arrays whose strides are not whole elements are refused, not copied."""
+        return True
+
     # -- workspace ---------------------------------------------------------------------------
     def tables(self, tab: np.ndarray) -> Any:
         """Upload the window tables once (the executor's own device workspace)."""
@@ -245,7 +252,7 @@ class CudaBackend:
         return -1 if bad == NO_BAD_INDEX else bad
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> None:
-        """The gather writes every element, so a zeroed ``gi`` changes nothing here."""
+        """The gather writes every element: ``zeroed`` (never requested here) changes nothing."""
         s = resolve_stream(stream, go, ind, gi)
         gf, gg = flat(go, "grad_output")
         jf, jg = flat(ind, "indices")
@@ -281,10 +288,13 @@ def to_host(a: Any) -> np.ndarray:
         return a.copy_to_host()
     if hasattr(a, "get"):  # CuPy
         return a.get()
-    shape, dtype = BACKEND.describe(a)
     if type(a).__module__.startswith("torch"):
-        return a.detach().view(_UINT_OF_SIZE[dtype.itemsize] and __import__("torch").int16)\
-            .cpu().numpy().view(dtype) if dtype.kind == "V" else a.detach().cpu().numpy()
+        import torch  # noqa: PLC0415 - the input is already a PyTorch tensor
+
+        dtype = BACKEND.describe(a)[1]
+        if dtype.kind == "V":  # bfloat16: NumPy has no torch bfloat16, so copy the bits
+            return a.detach().view(torch.int16).cpu().numpy().view(dtype)
+        return a.detach().cpu().numpy()
     raise AdaptivePoolTypeError(f"cannot copy {type(a).__name__} to the host", argument="a")
 
 
