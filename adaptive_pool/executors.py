@@ -280,7 +280,7 @@ class Executor:
         go5, gi5 = self._view(grad_output, st), self._view(git, st)
         if self.op.max:
             ind5 = self._view(indices)
-            bad = be.first_bad_index(ind5, tab, self.dims, stream)
+            bad = be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream, zeroed)
             if bad >= 0:
                 pos = tuple(int(i) for i in np.unravel_index(bad, self.y_shape))
                 value = be.read_element(indices, pos)
@@ -290,7 +290,6 @@ class Executor:
                     f"with shape {self.x_shape})",
                     argument="indices",
                 )
-            be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream, zeroed)
         else:
             be.avg_pool_backward(go5, gi5, tab, self.dims, stream)
         self._finish(gi, git, stream)
@@ -302,6 +301,10 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 256
 
 
+_KEYS: dict[tuple, PlanKey] = {}
+_KEYS_SIZE = 1024
+
+
 def plan_key(
     op: str,
     backend: Any,
@@ -311,7 +314,25 @@ def plan_key(
     index_dtype: Any = None,
     x_name: str = "x",
 ) -> PlanKey:
-    """Validate the plan-level facts (rank, sizes, dtypes) and return the executor's key."""
+    """Validate the plan-level facts (rank, sizes, dtypes) and return the executor's key.
+
+    Facts that passed once are remembered: a repeated call skips the checks (tens of
+    microseconds, a large part of a small call).
+    """
+    raw = (op, backend.name, tuple(x_shape), x_dtype, out_spatial, index_dtype, x_name)
+    try:
+        key = _KEYS.get(raw)
+    except TypeError:  # an unhashable argument: it will fail the checks below
+        return _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name)
+    if key is None:
+        key = _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name)
+        if len(_KEYS) >= _KEYS_SIZE:
+            _KEYS.clear()
+        _KEYS[raw] = key
+    return key
+
+
+def _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name) -> PlanKey:
     op_ = OPERATORS[op]
     check_rank(x_shape, op_.ranks, x_name, op_.layout)
     in_spatial = x_shape[-op_.spatial :]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from adaptive_pool import windows
+from adaptive_pool.cpu import kernels
 from reference import covering, window
 
 SMALL = range(1, 65)
@@ -154,3 +155,35 @@ def test_index_in_window():
         h, w = divmod(r, W)
         inside = k >= 0 and 1 <= d < 3 and 1 <= h < 3 and 2 <= w < 5
         assert f(k, H, W, 1, 3, 1, 3, 2, 5) == inside, k
+
+
+@numba.njit
+def _magic_divmods(ks, m):
+    mul, sh = kernels._magic(m)
+    q = np.empty_like(ks)
+    r = np.empty_like(ks)
+    for i in range(ks.size):
+        q[i], r[i] = kernels._divmod_magic(ks[i], m, mul, sh)
+    return q, r
+
+
+@pytest.mark.parametrize(
+    "m",
+    list(range(1, 300))
+    + [2**k + e for k in range(9, 31) for e in (-1, 0, 1)]
+    + [3**19, 7**11, 10**9, 2**31 - 1],
+)
+def test_division_by_multiplication_is_exact(m):
+    """The index checks divide by W and H with a multiply and a shift, for planes < 2**31."""
+    top = 2**31 - 1
+    rng = np.random.default_rng(m)
+    ks = np.concatenate([
+        np.arange(0, 3 * m + 3, max(1, m // 7)),
+        [m - 1, m, m + 1, top, top - 1, top - top % m, top - top % m - 1],
+        [q * m + e for q in (top // m, top // m - 1) for e in (-1, 0, 1)],
+        rng.integers(0, top, 2000),
+    ]).astype(np.int64)
+    ks = ks[(ks >= 0) & (ks <= top)]
+    q, r = _magic_divmods(ks, m)
+    np.testing.assert_array_equal(q, ks // m)
+    np.testing.assert_array_equal(r, ks % m)

@@ -257,33 +257,58 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
             oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
-@numba.njit(inline="always")
-def _divmod_small(k, m, rm):
-    """``divmod(k, m)`` for ``0 <= k < 2**50``, ``m >= 1``, ``rm = 1.0 / m``: no division.
+#: Planes up to this many elements are checked with :func:`_divmod_magic`.
+MAGIC_LIMIT = np.int64(1) << 31
 
-    The float estimate is off by at most one either way; one correction step makes it exact.
+
+@numba.njit(inline="always")
+def _magic(m):
+    """Multiplier and shift that turn ``k // m`` into ``(k * M) >> S`` for ``0 <= k < 2**31``.
+
+    Granlund and Montgomery's round-up method with 32-bit dividends: ``l = ceil(log2 m)``,
+    ``M = ceil(2**(32 + l) / m)`` (at most 33 bits) is exact for every ``k < 2**32``; keeping
+    ``k < 2**31`` keeps ``k * M`` below ``2**64``. For ``1 <= m < 2**31``.
     """
-    q = np.int64(np.float64(k) * rm)
-    r = k - q * m
-    lo = np.int64(r < 0)
-    hi = np.int64(r >= m)
-    return q - lo + hi, r + lo * m - hi * m
+    lg = np.uint64(0)
+    um = np.uint64(m)
+    while (np.uint64(1) << lg) < um:
+        lg += np.uint64(1)
+    sh = np.uint64(32) + lg  # up to 63: unsigned arithmetic
+    return ((np.uint64(1) << sh) + um - np.uint64(1)) // um, sh
+
+
+@numba.njit(inline="always")
+def _divmod_magic(k, m, mul, sh):
+    """``divmod(k, m)`` for ``0 <= k < 2**31`` with ``(mul, sh) = _magic(m)``: no division."""
+    q = (np.uint64(k) * mul) >> sh
+    return np.int64(q), k - np.int64(q) * m
+
+
+@numba.njit(inline="always")
+def _in_window_small(k, plane, H, W, mh, sh, mw, sw, d0, d1, h0, h1, w0, w1):
+    """Whether flat in-plane index ``k`` lies in the window, for planes up to ``2**31``.
+
+    The test of :func:`~adaptive_pool.windows.index_in_window` with the divisions by W and H
+    done by multiplication (integer divisions made the check cost more than the backward).
+    Also returns ``k`` clamped into the plane: an index safe to touch whatever ``k`` was.
+    """
+    kk = min(max(k, np.int64(0)), plane - 1)
+    q, w = _divmod_magic(kk, W, mw, sw)
+    d, h = _divmod_magic(q, H, mh, sh)
+    ok = (k == kk) & (d0 <= d) & (d < d1) & (h0 <= h) & (h < h1) & (w0 <= w) & (w < w1)
+    return ok, kk
 
 
 @numba.njit(**_JIT)
 def first_bad_index(ind, ig, tab, dims, bad, nchunk):
-    """Flag each output row's first index outside its window: ``bad[r]`` = its ow, else -1.
-
-    The same test as :func:`~adaptive_pool.windows.index_in_window`, with the divisions by W
-    and H done through exact reciprocal estimates (integer divisions dominated the check).
-    """
+    """Flag each output row's first index outside its window: ``bad[r]`` = its ow, else -1."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
     plane = D * H * W
-    small = plane < (np.int64(1) << 50)
-    rw = 1.0 / W
-    rh = 1.0 / H
+    small = plane <= MAGIC_LIMIT
+    mw, sw_ = _magic(W)
+    mh, sh_ = _magic(H)
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
         oh, od, c, n = _unravel(r_lo, OH, OD, C)
@@ -295,11 +320,10 @@ def first_bad_index(ind, ig, tab, dims, bad, nchunk):
             if small:
                 for ow in range(OW):
                     k = np.int64(ind[np.uint64(jb + ow * jw)])
-                    kk = min(max(k, np.int64(0)), plane - 1)
-                    q, w = _divmod_small(kk, W, rw)
-                    d, h = _divmod_small(q, H, rh)
-                    ok = (k == kk) & (d0 <= d) & (d < d1) & (h0 <= h) & (h < h1)
-                    ok = ok & (tab[sw + ow] <= w) & (w < tab[ew + ow])
+                    ok, _ = _in_window_small(
+                        k, plane, H, W, mh, sh_, mw, sw_, d0, d1, h0, h1, tab[sw + ow],
+                        tab[ew + ow],
+                    )
                     nbad += not ok
             bad[r] = -1
             if nbad or not small:
@@ -368,74 +392,68 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
             blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
-@numba.njit(inline="always")
-def _stable_sort_by_key(keys, vals):
-    """Sort ``keys`` ascending, ``vals`` alongside, keeping equal keys in their order.
-
-    Keys collected in output order are nearly sorted (windows advance with the output), so an
-    insertion sort does little work and allocates nothing; long lists use a merge sort.
-    """
-    m = keys.size
-    if m > 4096:
-        order = np.argsort(keys, kind="mergesort")
-        keys[:] = keys[order]
-        vals[:] = vals[order]
-        return
-    for q in range(1, m):
-        k = keys[q]
-        v = vals[q]
-        j = q
-        while j > 0 and keys[j - 1] > k:
-            keys[j] = keys[j - 1]
-            vals[j] = vals[j - 1]
-            j -= 1
-        keys[j] = k
-        vals[j] = v
-
-
 @numba.njit(**_JIT)
-def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, nchunk, disjoint):
+def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
     """The max backward into a ``gi`` that is already zero: only gradients are written.
 
-    A work item is one ``(n, c)`` plane. Its (index, gradient) pairs are collected in
-    ascending output order and sorted *stably* by index, so each element's gradients are
-    summed from +0.0 in ascending output order: bit for bit the gather's result, in time
-    proportional to the output, not the input. With ``disjoint`` windows (every axis divides
-    evenly) no two indices can be equal and the sort is skipped. Indices must have passed
-    :func:`first_bad_index`.
+    A work item is one ``(n, c)`` plane, and it checks its own indices: ``bad[p]`` is the
+    plane's first output (in C order) whose index lies outside its window, else -1; such a
+    plane writes nothing, and no index is ever used unchecked. Gradients are added in
+    ascending output order into ``sums``, a plane of accumulators that is zeroed once per
+    chunk and cleared again after each plane where it was touched, so each element's sum
+    starts from +0.0 and takes its gradients in ascending output order: bit for bit the
+    gather's result, in time proportional to the output, not the input. Planes must be
+    at most ``2**31`` elements (the backend bounds them far lower: ``sums`` is plane-sized).
     """
     N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
     i0, in_, ic, id_, ih_, iw_ = gig
     m = OD * OH * OW
     hw = H * W
+    plane = D * hw
+    dense = id_ == hw and ih_ == W and iw_ == 1  # an element's address is then ib + k
+    mw, sw_ = _magic(W)
+    mh, sh_ = _magic(H)
     for ch in prange(nchunk):
         p_lo, p_hi = _chunk(ch, nchunk, N * C)
         keys = np.empty(m, np.int64)
-        vals = scratch(go, m)
+        sums = scratch(go, plane)
+        for k in range(plane):
+            sums[k] = 0
         for p in range(p_lo, p_hi):
             n = p // C
             c = p - n * C
+            first = np.int64(-1)
             q = 0
             for od in range(OD):
+                d0, d1 = tab[sd + od], tab[ed + od]
                 for oh in range(OH):
+                    h0, h1 = tab[sh + oh], tab[eh + oh]
                     gr = g0 + n * gn + c * gc + od * gd + oh * gh
                     jr = j0 + n * jn + c * jc + od * jd + oh * jh
                     for ow in range(OW):
-                        keys[q] = ind[np.uint64(jr + ow * jw)]
-                        vals[q] = get(go, gr + ow * gw)
+                        ok, k = _in_window_small(
+                            np.int64(ind[np.uint64(jr + ow * jw)]), plane, H, W, mh, sh_, mw,
+                            sw_, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow],
+                        )
+                        keys[q] = k
+                        if ok:
+                            sums[k] += get(go, gr + ow * gw)
+                        elif first < 0:
+                            first = q
                         q += 1
-            if not disjoint:
-                _stable_sort_by_key(keys, vals)
+            bad[p] = first
             ib = i0 + n * in_ + c * ic
-            q = 0
-            while q < m:
-                k = keys[q]
-                s = acc(go, 0)
-                while q < m and keys[q] == k:
-                    s += vals[q]
-                    q += 1
-                d = k // hw
-                h = (k - d * hw) // W
-                put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, s)
+            if first < 0:
+                for q in range(m):
+                    k = keys[q]
+                    if dense:
+                        put(gi, ib + k, sums[k])
+                    else:
+                        d = k // hw
+                        h = (k - d * hw) // W
+                        put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, sums[k])
+            for q in range(m):
+                sums[keys[q]] = 0

@@ -230,7 +230,7 @@ class CudaBackend:
         k = kernels.kernels_for(x.dtype).max_pool
         self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, jf, jg, self._tab(tab, s), dims)
 
-    def first_bad_index(self, ind, tab, dims, stream=None) -> int:
+    def _first_bad_index(self, ind, tab, dims, stream=None) -> int:
         """Flat position (C order of ``ind``) of the first out-of-window index, or -1.
 
         The check runs on the stream; its one-element result is the backend's only read-back.
@@ -251,8 +251,13 @@ class CudaBackend:
         bad = int(host[0])
         return -1 if bad == NO_BAD_INDEX else bad
 
-    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> None:
-        """The gather writes every element: ``zeroed`` (never requested here) changes nothing."""
+    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> int:
+        """Check the indices, then gather (writing every element: ``zeroed``, never requested
+        here, changes nothing). Returns the flat position of the first index outside its
+        window, or -1; ``gi`` is untouched when there is one."""
+        bad = self._first_bad_index(ind, tab, dims, stream)
+        if bad >= 0:
+            return bad
         s = resolve_stream(stream, go, ind, gi)
         gf, gg = flat(go, "grad_output")
         jf, jg = flat(ind, "indices")
@@ -261,6 +266,7 @@ class CudaBackend:
         n, c, d, h, w = dims[:5]
         k = kernels.kernels_for(go.dtype).max_pool_backward
         self._launch(k, n * c * d * h * w, s, gf, gg, jf, jg, if_, ig, self._tab(tab, s), dims)
+        return -1
 
 
 BACKEND = CudaBackend()
