@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
+import sys
 import warnings
 
 import numba
@@ -11,6 +15,7 @@ import pytest
 import adaptive_pool as ap
 import reference as ref
 from adaptive_pool import dtypes
+from adaptive_pool.cpu import access
 from support import ALL_DTYPES, BF16, DTYPE_IDS, F16, F32, F64, rand
 
 
@@ -93,6 +98,51 @@ def test_bf16_decode_all_patterns():
     got = _bf16_decode_all(bits).view(np.uint32)
     want = bits.view(BF16).astype(np.float32).view(np.uint32)
     np.testing.assert_array_equal(got, want)
+
+
+# -- the codecs the CPU kernels use (hardware float16 conversions where the target has them) --
+@numba.njit
+def _kernel_f16_decode(bits):
+    out = np.empty(bits.size, np.float32)
+    for k in range(bits.size):
+        out[k] = access.dec(bits, bits[k])
+    return out
+
+
+@numba.njit
+def _kernel_f16_encode(values, like):
+    out = np.empty(values.size, np.uint16)
+    for k in range(values.size):
+        out[k] = access.enc(like, values[k])
+    return out
+
+
+def _quiet(bits32):
+    """float32 patterns with every NaN quiet, as arithmetic on a signalling NaN leaves it."""
+    nan = (bits32 & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, bits32 | 0x00400000, bits32)
+
+
+def test_kernel_f16_decode_all_patterns():
+    """Equal to the shared codec on every pattern, up to quieting signalling NaNs."""
+    bits = ALL16.astype(np.uint16)
+    got = _kernel_f16_decode(bits).view(np.uint32)
+    want = _f16_decode_all(bits).view(np.uint32)
+    np.testing.assert_array_equal(_quiet(got), _quiet(want))
+    quiet = (bits & 0x7E00) != 0x7C00  # not a signalling NaN: exactly equal
+    np.testing.assert_array_equal(got[quiet], want[quiet])
+
+
+def test_kernel_f16_encode_matches_the_shared_codec():
+    v = _boundary_values(ALL16, lambda b: b.astype(np.uint16).view(np.float16).astype(np.float32))
+    v = np.concatenate([v, (np.arange(0, 2**32, 997, dtype=np.uint64).astype(np.uint32)
+                            .view(np.float32))])
+    got = _kernel_f16_encode(v, np.empty(1, np.uint16))
+    want = _f16_encode_all(v)
+    signalling = ((v.view(np.uint32) & 0x7FC00000) == 0x7F800000) & np.isnan(v)
+    np.testing.assert_array_equal(got[~signalling], want[~signalling])
+    assert np.all((got[signalling] & 0x7E00) == 0x7E00)  # a quiet NaN, as F16C returns
+    np.testing.assert_array_equal(got[signalling] & 0x8000, want[signalling] & 0x8000)
 
 
 def test_f16_encode_round_trips_every_pattern():
@@ -257,3 +307,21 @@ def test_float16_sums_do_not_overflow():
     _, idx = ap.adaptive_max_pool3d(v, (1, 1, 4), index_dtype=np.int64)
     gm = np.full((1, 1, 1, 1, 4), 60000, F16)
     assert np.isinf(ap.adaptive_max_pool3d_backward(gm, v, idx).astype(np.float64)).all()
+
+
+def test_f16_without_f16c_uses_the_integer_codec(tmp_path):
+    """A target without F16C (numba's generic CPU) must not get LLVM half conversions (no
+    runtime helper is linked: they would crash) and must give the same bits."""
+    x = rand((2, 3, 9, 7), F16, seed=5)
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import numpy as np, adaptive_pool as ap; from adaptive_pool.cpu import access; "
+        f"x = np.load({str(tmp_path / 'x.npy')!r}); "
+        "print(access.NATIVE_HALF, ap.adaptive_avg_pool2d(x, (4, 3)).view(np.uint16).tolist())"
+    )
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic",
+           "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=600, check=True).stdout.split(" ", 1)
+    assert out[0] == "False"
+    assert ast.literal_eval(out[1]) == ap.adaptive_avg_pool2d(x, (4, 3)).view(np.uint16).tolist()
