@@ -8,6 +8,7 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 * ``get(a, i)`` / ``put(a, i, v)``: the same through element ``i`` of a flat array;
 * ``load_row`` / ``store_row``: whole rows, vectorised at unit stride;
 * ``acc(a, v)``: a number in ``a``'s accumulation type; ``scratch(a, n)``: ``n`` of them;
+* ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
 * ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling).
 
 Flat indices are never negative (a flat view starts at the lowest address it spans), so they
@@ -86,6 +87,10 @@ def scratch(a, n):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
+def decodes(a):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
 def key(a, v):  # pragma: no cover - typing stub
     raise NotImplementedError
 
@@ -148,6 +153,13 @@ def _scratch(a, n):
         return lambda a, n: np.empty(n, np.float64)
     if a.dtype in (types.float32, types.uint16, types.int16):
         return lambda a, n: np.empty(n, np.float32)
+
+
+@overload(decodes, inline="always")
+def _decodes(a):
+    """Whether ``a``'s elements need decoding (16-bit storage): a compile-time constant."""
+    wide = a.dtype in (types.float32, types.float64)
+    return lambda a: not wide
 
 
 @overload(key, inline="always")

@@ -189,8 +189,11 @@ class CpuBackend:
     def avg_pool(self, x, y, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
-        n, c, _, _, _, od, oh, _ = dims
-        self._launch(kernels.avg_pool, xf, xg, yf, yg, tab, dims, self._chunks(n * c * od * oh))
+        n, c, _, _, w, od, oh, ow = dims
+        rowwise = w >= _ROWWISE_WIDTH * ow
+        self._launch(
+            kernels.avg_pool, xf, xg, yf, yg, tab, dims, rowwise, self._chunks(n * c * od * oh)
+        )
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
         gf, gg = flat_geometry(go)
@@ -248,6 +251,10 @@ class CpuBackend:
         t = numba.get_num_threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
+
+#: Average windows at least this wide (on average) read their input row by row: the direct
+#: loop was faster up to 8 wide, even at 43, and 2.5x slower at 38 when reading from memory.
+_ROWWISE_WIDTH = 16
 
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
 #: float32. Larger planes take the checked gather, which needs no per-plane scratch.
