@@ -166,9 +166,6 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
         g = scratch(go, OW)
         row = scratch(go, W)
         rowd = scratch(go, W)
-        vw = scratch(go, OW)
-        for ow in range(OW):
-            vw[ow] = acc(go, tab[ew + ow] - tab[sw + ow])
         wl = tab[lw : lw + W]
         wh = tab[hw : hw + W]
         blk, d, c, n = _unravel(it_lo, nblk, D, C)
@@ -194,8 +191,8 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                     for w in range(W):
                         s = acc(go, 0)
                         for ow in range(wl[w], wh[w]):
-                            s += g[ow]
-                        part[q + w] = s
+                            s += g[np.uint64(ow)]
+                        part[np.uint64(q + w)] = s
             ib = i0 + n * in_ + c * ic + d * id_
             for h in range(h_first, h_last):
                 lo, hi = tab[lh + h], tab[hh + h]
@@ -209,11 +206,11 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                     acc_h = row if od == od0 else rowd
                     q = (od - od0) * nh * W + q0
                     for w in range(W):
-                        acc_h[w] = part[q + w]
+                        acc_h[w] = part[np.uint64(q + w)]
                     for oh in range(lo + 1, hi):
                         q += W
                         for w in range(W):
-                            acc_h[w] += part[q + w]
+                            acc_h[w] += part[np.uint64(q + w)]
                     if od != od0:
                         for w in range(W):
                             row[w] += rowd[w]
@@ -280,7 +277,7 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
                 w0, w1 = ws[ow], we[ow]
                 m = cm[w0]
                 for w in range(w0 + 1, w1):
-                    m = max(m, cm[w])
+                    m = max(m, cm[np.uint64(w)])
                 bw = w0
                 brow = cr[w0]
                 found = cm[w0] == m
@@ -416,7 +413,7 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
                     for ow in range(OW):
                         k = np.int64(ind[np.uint64(jr + ow * jw)]) - k0
                         if 0 <= k < nk:
-                            blkbuf[k] += get(go, gr + ow * gw)
+                            blkbuf[np.uint64(k)] += get(go, gr + ow * gw)
                             if nhit == hits.size:
                                 grown = np.empty(2 * nhit, np.int64)
                                 grown[:nhit] = hits
@@ -430,7 +427,7 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
                 for h in range(h_last - h_first):
                     store_row(gi, ib + h * ih_, iw_, W, blkbuf, h * W)
             for t in range(nhit):
-                blkbuf[hits[t]] = 0
+                blkbuf[np.uint64(hits[t])] = 0
             blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
@@ -480,9 +477,9 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
                             np.int64(ind[np.uint64(jr + ow * jw)]), plane, H, W, mh, sh_, mw,
                             sw_, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow],
                         )
-                        keys[q] = k
+                        keys[np.uint64(q)] = k
                         if ok:
-                            sums[k] += get(go, gr + ow * gw)
+                            sums[np.uint64(k)] += get(go, gr + ow * gw)
                         elif first < 0:
                             first = q
                         q += 1
@@ -491,11 +488,12 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
             if first < 0:
                 for q in range(m):
                     k = keys[q]
+                    v = sums[np.uint64(k)]
                     if dense:
-                        put(gi, ib + k, sums[k])
+                        put(gi, ib + k, v)
                     else:
                         d = k // hw
                         h = (k - d * hw) // W
-                        put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, sums[k])
+                        put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, v)
             for q in range(m):
-                sums[keys[q]] = 0
+                sums[np.uint64(keys[q])] = 0
