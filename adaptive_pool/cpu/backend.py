@@ -160,17 +160,27 @@ class CpuBackend:
         return view
 
     # -- kernels -----------------------------------------------------------------------------
-    def _launch(self, kernel, *args):
-        lock = self._lock
-        if lock is None:
-            kernel(*args)
-            return
-        with lock:
-            kernel(*args)
-            if not self._layer_known:
-                self._layer_known = True
-                if numba.threading_layer() != "workqueue":
-                    self._lock = None
+    def _launch(self, kernel, work, *args):
+        """Run ``kernel(*args)``; ``work`` (elements touched) below :data:`_SERIAL_WORK` runs
+        on this thread alone: waking the pool's sleeping threads costs more than it saves."""
+        serial = work < _SERIAL_WORK
+        if serial:
+            threads = numba.get_num_threads()
+            numba.set_num_threads(1)  # this thread's setting only
+        try:
+            lock = self._lock
+            if lock is None:
+                kernel(*args)
+                return
+            with lock:
+                kernel(*args)
+                if not self._layer_known:
+                    self._layer_known = True
+                    if numba.threading_layer() != "workqueue":
+                        self._lock = None
+        finally:
+            if serial:
+                numba.set_num_threads(threads)
 
     @staticmethod
     def _rows_per_item(slabs: int, rows: int) -> int:
@@ -189,10 +199,11 @@ class CpuBackend:
     def avg_pool(self, x, y, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
-        n, c, _, _, w, od, oh, ow = dims
+        n, c, d, h, w, od, oh, ow = dims
         rowwise = w >= _ROWWISE_WIDTH * ow
         self._launch(
-            kernels.avg_pool, xf, xg, yf, yg, tab, dims, rowwise, self._chunks(n * c * od * oh)
+            kernels.avg_pool, n * c * d * h * w, xf, xg, yf, yg, tab, dims, rowwise,
+            self._chunks(n * c * od * oh),
         )
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
@@ -201,15 +212,18 @@ class CpuBackend:
         slabs, rows = dims[0] * dims[1] * dims[2], dims[3]
         rpi = self._rows_per_item(slabs, rows)
         nch = self._chunks(slabs * -(-rows // rpi))
-        self._launch(kernels.avg_pool_backward, gf, gg, if_, ig, tab, dims, rpi, nch)
+        self._launch(
+            kernels.avg_pool_backward, slabs * rows * dims[4], gf, gg, if_, ig, tab, dims, rpi, nch
+        )
 
     def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
-        n, c, _, _, _, od, oh, _ = dims
+        n, c, d, h, w, od, oh, _ = dims
         self._launch(
-            kernels.max_pool, xf, xg, yf, yg, jf, jg, tab, dims, self._chunks(n * c * od * oh)
+            kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims,
+            self._chunks(n * c * od * oh),
         )
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> int:
@@ -230,18 +244,23 @@ class CpuBackend:
         if zeroed and plane * nch <= _SPARSE_SCRATCH:
             bad = np.empty(planes, np.int64)
             self._launch(
-                kernels.max_pool_backward_sparse, gf, gg, jf, jg, if_, ig, tab, dims, bad, nch
+                kernels.max_pool_backward_sparse, planes * od * oh * ow + nch * plane,
+                gf, gg, jf, jg, if_, ig, tab, dims, bad, nch,
             )
             return _first_flagged(bad, od * oh * ow)
         bad = np.empty(planes * od * oh, np.int64)
-        self._launch(kernels.first_bad_index, jf, jg, tab, dims, bad, self._chunks(bad.size))
+        self._launch(
+            kernels.first_bad_index, bad.size * ow, jf, jg, tab, dims, bad, self._chunks(bad.size)
+        )
         first = _first_flagged(bad, ow)
         if first >= 0:
             return first
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
         nch = self._chunks(slabs * -(-rows // rpi))
-        self._launch(kernels.max_pool_backward, gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
+        self._launch(
+            kernels.max_pool_backward, planes * plane, gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch
+        )
         return -1
 
     @staticmethod
@@ -255,6 +274,11 @@ class CpuBackend:
 #: Average windows at least this wide (on average) read their input row by row: the direct
 #: loop was faster up to 8 wide, even at 43, and 2.5x slower at 38 when reading from memory.
 _ROWWISE_WIDTH = 16
+
+#: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
+#: thread cost 70-90 us here (futex wake-ups under virtualisation), as much as 2^16 elements
+#: of work. PyTorch's ``at::parallel_for`` has the same rule with a grain of 2^15.
+_SERIAL_WORK = 1 << 16
 
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
 #: float32. Larger planes take the checked gather, which needs no per-plane scratch.
