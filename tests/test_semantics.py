@@ -7,7 +7,7 @@ import pytest
 
 import adaptive_pool as ap
 import reference as ref
-from support import F32, F64, out_spatial, rand, small_ints, tol
+from support import ALL_DTYPES, DTYPE_IDS, F32, F64, bits, out_spatial, rand, small_ints, tol
 
 FLOATS = pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
 
@@ -74,6 +74,30 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
     gi = ap.adaptive_max_pool3d_backward(g, x, idx)
     assert gi.shape == x.shape and gi.dtype == dtype
     _assert_close_ref(gi, ref.max_pool3d_backward(g, x.shape, idx), dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
+)
+def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
+    """The CPU max backward's three ways (plane-wise into its own zeroed result, the checked
+    gather into an out=, the gather when plane accumulators exceed their budget) give the same
+    bits, with windows that overlap and upsample so elements receive several gradients."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
+    _, idx = ap.adaptive_max_pool3d(x, output_size)
+    g = rand(idx.shape, dtype, seed=12)
+    planes = ap.adaptive_max_pool3d_backward(g, x, idx)
+    out = np.full(shape, np.nan, dtype)
+    ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
+    monkeypatch.setattr(backend, "_SPARSE_SCRATCH", 0)
+    gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
+    np.testing.assert_array_equal(bits(planes), bits(out))
+    np.testing.assert_array_equal(bits(planes), bits(gathered))
+    if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)
+        _assert_close_ref(planes, ref.max_pool3d_backward(g, x.shape, idx), dtype)
 
 
 def test_small_integer_data_is_exact():

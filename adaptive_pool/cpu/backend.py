@@ -241,7 +241,7 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
         nch = self._sparse_chunks(planes, plane)
-        if zeroed and plane * nch <= _SPARSE_SCRATCH:
+        if zeroed and plane * nch <= _SPARSE_SCRATCH and ig[3:] == (h * w, w, 1):
             bad = np.empty(planes, np.int64)
             self._launch(
                 kernels.max_pool_backward_sparse, planes * od * oh * ow + nch * plane,

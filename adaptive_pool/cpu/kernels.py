@@ -433,7 +433,8 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
 
 @numba.njit(**_JIT)
 def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
-    """The max backward into a ``gi`` that is already zero: only gradients are written.
+    """The max backward into a ``gi`` that is already zero (and whose planes are dense: an
+    element's address is the plane's plus its flat index): only gradients are written.
 
     A work item is one ``(n, c)`` plane, and it checks its own indices: ``bad[p]`` is the
     plane's first output (in C order) whose index lies outside its window, else -1; such a
@@ -448,11 +449,9 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
-    i0, in_, ic, id_, ih_, iw_ = gig
+    i0, in_, ic, _, _, _ = gig
     m = OD * OH * OW
-    hw = H * W
-    plane = D * hw
-    dense = id_ == hw and ih_ == W and iw_ == 1  # an element's address is then ib + k
+    plane = D * H * W
     mw, sw_ = _magic(W)
     mh, sh_ = _magic(H)
     for ch in prange(nchunk):
@@ -488,12 +487,6 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
             if first < 0:
                 for q in range(m):
                     k = keys[q]
-                    v = sums[np.uint64(k)]
-                    if dense:
-                        put(gi, ib + k, v)
-                    else:
-                        d = k // hw
-                        h = (k - d * hw) // W
-                        put(gi, ib + d * id_ + h * ih_ + (k - d * hw - h * W) * iw_, v)
+                    put(gi, ib + k, sums[np.uint64(k)])
             for q in range(m):
                 sums[np.uint64(keys[q])] = 0
