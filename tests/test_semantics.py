@@ -81,7 +81,7 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
     "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
-    """The CPU max backward's three ways (plane-wise into its own zeroed result, the checked
+    """The CPU max backward's three ways (sparse writes into its own zeroed result, the checked
     gather into an out=, the gather when plane accumulators exceed their budget) give the same
     bits, with windows that overlap and upsample so elements receive several gradients."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
@@ -89,15 +89,15 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
     _, idx = ap.adaptive_max_pool3d(x, output_size)
     g = rand(idx.shape, dtype, seed=12)
-    planes = ap.adaptive_max_pool3d_backward(g, x, idx)
+    sparse = ap.adaptive_max_pool3d_backward(g, x, idx)
     out = np.full(shape, np.nan, dtype)
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
     monkeypatch.setattr(backend, "_SPARSE_SCRATCH", 0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
-    np.testing.assert_array_equal(bits(planes), bits(out))
-    np.testing.assert_array_equal(bits(planes), bits(gathered))
+    np.testing.assert_array_equal(bits(sparse), bits(out))
+    np.testing.assert_array_equal(bits(sparse), bits(gathered))
     if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)
-        _assert_close_ref(planes, ref.max_pool3d_backward(g, x.shape, idx), dtype)
+        _assert_close_ref(sparse, ref.max_pool3d_backward(g, x.shape, idx), dtype)
 
 
 def test_small_integer_data_is_exact():

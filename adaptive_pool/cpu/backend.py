@@ -240,7 +240,7 @@ class CpuBackend:
         if_, ig = flat_geometry(gi)
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
-        nch = self._sparse_chunks(planes, plane)
+        nch = self._sparse_chunks(planes)
         if zeroed and plane * nch <= _SPARSE_SCRATCH and ig[3:] == (h * w, w, 1):
             bad = np.empty(planes, np.int64)
             self._launch(
@@ -264,15 +264,16 @@ class CpuBackend:
         return -1
 
     @staticmethod
-    def _sparse_chunks(planes: int, plane: int) -> int:
+    def _sparse_chunks(planes: int) -> int:
         """Chunks for the sparse max backward: each zeroes a plane of accumulators once, so
         use few (all planes cost the same, so few chunks still balance)."""
         t = numba.get_num_threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
 
-#: Average windows at least this wide (on average) read their input row by row: the direct
-#: loop was faster up to 8 wide, even at 43, and 2.5x slower at 38 when reading from memory.
+#: Average windows at least this wide (on average) read their input row by row. The direct
+#: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input
+#: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
 
 #: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
