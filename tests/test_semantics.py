@@ -21,6 +21,8 @@ AVG_CASES = [
     ((8, 8, 8), (5, 7)),  # un-batched (C, H, W)
     ((2, 3, 4, 3), (9, 11)),  # upsampling
     ((2, 3, 12, 9), (4, 3)),  # divisible
+    ((2, 11, 9, 7), (4, 3)),  # 8 planes side by side, then 3 alone (CPU)
+    ((3, 17, 7, 7), 1),  # global pooling
 ]
 MAX_CASES = [
     ((1, 4, 4, 3, 5), (None, None, None)),
@@ -98,6 +100,30 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     np.testing.assert_array_equal(bits(sparse), bits(gathered))
     if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)
         _assert_close_ref(sparse, ref.max_pool3d_backward(g, x.shape, idx), dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size", [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7))]
+)
+def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
+    """The CPU average forward's three loop orders (direct, row by row, 8 planes side by
+    side) give the same bits: the summation order is the contract, not the loop order."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    x = rand(shape, dtype, seed=13)
+    xv = np.moveaxis(np.moveaxis(x, 1, -1).copy(), -1, 1)  # channels-last: planes 1 apart
+    got = {}
+    for name, width, area in [("direct", 10**9, 0), ("rowwise", 0, 0), ("lanewise", 10**9, 10**9)]:
+        monkeypatch.setattr(backend, "_ROWWISE_WIDTH", width)
+        monkeypatch.setattr(backend, "_LANEWISE_ROW", area)
+        got[name] = [bits(ap.adaptive_avg_pool2d(v, output_size)) for v in (x, xv)]
+    for name in ("rowwise", "lanewise"):
+        for a, b in zip(got["direct"], got[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    if dtype in (F32, F64):
+        _assert_close_ref(ap.adaptive_avg_pool2d(x, output_size), ref.avg_pool2d(x, output_size),
+                          dtype)
 
 
 def test_small_integer_data_is_exact():

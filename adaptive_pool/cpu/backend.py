@@ -200,10 +200,15 @@ class CpuBackend:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         n, c, d, h, w, od, oh, ow = dims
-        rowwise = w >= _ROWWISE_WIDTH * ow
+        if w >= _ROWWISE_WIDTH * ow:
+            order, lanes = kernels.ROWWISE, 1
+        elif c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
+            order, lanes = kernels.LANEWISE, kernels.LANES
+        else:
+            order, lanes = kernels.DIRECT, 1
         self._launch(
-            kernels.avg_pool, n * c * d * h * w, xf, xg, yf, yg, tab, dims, rowwise,
-            self._chunks(n * c * od * oh),
+            kernels.avg_pool, n * c * d * h * w, xf, xg, yf, yg, tab, dims, order,
+            self._chunks(n * -(-c // lanes) * od * oh),
         )
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
@@ -275,6 +280,12 @@ class CpuBackend:
 #: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input
 #: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
+
+#: Average output rows that read fewer input elements than this (on average) sum 8 planes
+#: side by side, sharing the loop overhead of small windows: 1.5-2.3x on 7x7 -> 1x1 (49
+#: elements a row) and up to 1.8x on 14x14 -> 5x5 (39), but even or slower on 64x64 -> 9x11
+#: (455) and 2x slower on 56x56 -> 7x7 (448), where that overhead is already spread thin.
+_LANEWISE_ROW = 128
 
 #: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
 #: thread cost 70-90 us here (futex wake-ups under virtualisation), as much as 2^16 elements
