@@ -172,10 +172,9 @@ class Executor:
                     argument=name,
                 )
 
-    def _output(self, out, name, shape, dtype, like, inputs, zeroed=False):
+    def _output(self, out, name, shape, dtype, like, inputs):
         if out is None:
-            alloc = self.backend.zeros if zeroed else self.backend.empty
-            return alloc(shape, dtype, like)
+            return self.backend.empty(shape, dtype, like)
         self._check_out(out, name, shape, dtype, inputs)
         return out
 
@@ -266,10 +265,7 @@ class Executor:
         if self.op.max:
             self._check(indices, "indices", self.y_shape, self.index_dtype)
             inputs["indices"] = indices
-        # A max backward's result allocated zeroed lets the backend write only what receives
-        # a gradient (where it says that is cheaper); a caller's out= is written whole.
-        zeroed = out is None and self.op.max and be.prefers_zeroed_output
-        gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs, zeroed)
+        gi = self._output(out, "out", self.x_shape, dt, grad_output, inputs)
         if self.empty:
             if 0 not in self.dims[:2]:
                 be.zero(gi, stream)
@@ -280,7 +276,9 @@ class Executor:
         go5, gi5 = self._view(grad_output, st), self._view(git, st)
         if self.op.max:
             ind5 = self._view(indices)
-            bad = be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream, zeroed)
+            # a result of our own may be left partly written by a bad index (the backend may
+            # then check as it goes); a caller's out= is untouched
+            bad = be.max_pool_backward(go5, ind5, gi5, tab, self.dims, stream, out is None)
             if bad >= 0:
                 pos = tuple(int(i) for i in np.unravel_index(bad, self.y_shape))
                 value = be.read_element(indices, pos)

@@ -83,9 +83,10 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
     "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
-    """The CPU max backward's three ways (sparse writes into its own zeroed result, the checked
-    gather into an out=, the gather when plane accumulators exceed their budget) give the same
-    bits, with windows that overlap and upsample so elements receive several gradients."""
+    """The CPU max backward's three ways (sparse writes into zeroed planes of its own result,
+    the checked gather into an out=, the gather when plane accumulators exceed their budget)
+    give the same bits, with windows that overlap and upsample so elements receive several
+    gradients."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices

@@ -119,9 +119,6 @@ class CudaBackend:
     def is_writeable(self, a: object) -> bool:
         return not device_view(a).readonly
 
-    #: The gather writes every element, so a zeroed result would only cost a fill.
-    prefers_zeroed_output = False
-
     def writes_through(self, a: object) -> bool:
         """Always: arrays whose strides are not whole elements are refused, not copied."""
         return True
@@ -251,10 +248,10 @@ class CudaBackend:
         bad = int(host[0])
         return -1 if bad == NO_BAD_INDEX else bad
 
-    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, zeroed=False) -> int:
-        """Check the indices, then gather (writing every element: ``zeroed``, never requested
-        here, changes nothing). Returns the flat position of the first index outside its
-        window, or -1; ``gi`` is untouched when there is one."""
+    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
+        """Check the indices, then gather (writing every element, whoever owns ``gi``).
+        Returns the flat position of the first index outside its window, or -1; ``gi`` is
+        untouched when there is one."""
         bad = self._first_bad_index(ind, tab, dims, stream)
         if bad >= 0:
             return bad
