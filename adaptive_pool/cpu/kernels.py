@@ -106,6 +106,26 @@ def _direct_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, s):
 
 
 @numba.njit(inline="always")
+def _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s):
+    """``s[ow]``: the same sums as :func:`_direct_sums`, reading the band row by row and
+    adding each row's sums to every window (16-bit rows decoded once into ``row``)."""
+    for ow in range(ws.size):
+        s[ow] = 0
+    for d in range(d0, d1):
+        for ow in range(ws.size):
+            sdh[ow] = 0
+        for h in range(h0, h1):
+            b = xb + d * xd + h * xh
+            if decodes(x):
+                load_row(x, b, xw, row.size, row)
+                _add_row_windows(row, 0, 1, ws, we, sdh)
+            else:
+                _add_row_windows(x, b, xw, ws, we, sdh)
+        for ow in range(ws.size):
+            s[ow] += sdh[ow]
+
+
+@numba.njit(inline="always")
 def _lane_sums(x, xb, xc, xd, xh, xw, d0, d1, h0, h1, ws, we, t, tdh, tdw, s):
     """``s[ow * LANES + l]``: window ow's sum in plane ``l`` of ``LANES`` planes ``xc`` apart.
 
@@ -185,20 +205,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
                 for l in range(min(lanes, C - c0)):
                     b = xb + l * xc
                     if order == ROWWISE:
-                        for ow in range(OW):
-                            s[ow] = 0
-                        for d in range(d0, d1):
-                            for ow in range(OW):
-                                sdh[ow] = 0
-                            for h in range(h0, h1):
-                                r = b + d * xd + h * xh
-                                if decodes(x):
-                                    load_row(x, r, xw, W, row)
-                                    _add_row_windows(row, 0, 1, ws, we, sdh)
-                                else:
-                                    _add_row_windows(x, r, xw, ws, we, sdh)
-                            for ow in range(OW):
-                                s[ow] += sdh[ow]
+                        _rowwise_sums(x, b, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
                     else:
                         _direct_sums(x, b, xd, xh, xw, d0, d1, h0, h1, ws, we, s)
                     for ow in range(OW):
