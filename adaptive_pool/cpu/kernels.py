@@ -424,22 +424,19 @@ def first_bad_index(ind, ig, tab, dims, bad, nchunk):
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             jb = j0 + n * jn + c * jc + od * jd + oh * jh
-            nbad = 0
-            if small:
-                for ow in range(OW):
-                    k = np.int64(ind[np.uint64(jb + ow * jw)])
-                    ok, _ = _in_window_small(
-                        k, plane, H, W, mh, sh_, mw, sw_, d0, d1, h0, h1, tab[sw + ow],
-                        tab[ew + ow],
-                    )
-                    nbad += not ok
             bad[r] = -1
-            if nbad or not small:
-                for ow in range(OW):
-                    k = np.int64(ind[np.uint64(jb + ow * jw)])
-                    if not index_in_window(k, H, W, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow]):
-                        bad[r] = ow
-                        break
+            for ow in range(OW):
+                k = np.int64(ind[np.uint64(jb + ow * jw)])
+                w0, w1 = tab[sw + ow], tab[ew + ow]
+                if small:
+                    ok, _ = _in_window_small(
+                        k, plane, H, W, mh, sh_, mw, sw_, d0, d1, h0, h1, w0, w1
+                    )
+                else:
+                    ok = index_in_window(k, H, W, d0, d1, h0, h1, w0, w1)
+                if not ok:
+                    bad[r] = ow
+                    break
             oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
