@@ -288,6 +288,91 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
 
 
 @numba.njit(**_JIT)
+def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
+    """The average backward for small planes: ``LANES`` planes side by side.
+
+    The sums of :func:`avg_pool_backward`, term for term, in buffers whose innermost axis is
+    the plane (``part[od, oh, w, lane]``, ``row[w, lane]``), so every row operation is ``LANES``
+    times longer and the per-row overhead that dominates planes of a few dozen elements is paid
+    once for all of them (1.2-1.7x on 7x7 and 14x14 planes). A work item is one ``(n, d)`` slab
+    of ``LANES`` planes; a last block of fewer planes computes its last plane in the spare lanes
+    and does not store them.
+    """
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    i0, in_, ic, id_, ih_, iw_ = gig
+    CB = (C + LANES - 1) // LANES
+    WL = W * LANES
+    for ch in prange(nchunk):
+        it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
+        gv = scratch(go, OW * LANES)
+        part = scratch(go, OH * WL)
+        row = scratch(go, WL)
+        rowd = scratch(go, WL)
+        s = scratch(go, LANES)
+        lane = np.empty(LANES, np.int64)
+        wl = tab[lw : lw + W]
+        wh = tab[hw : hw + W]
+        d, cb, n, _ = _unravel(it_lo, D, CB, N)
+        for _ in range(it_lo, it_hi):
+            c0 = cb * LANES
+            nl = min(LANES, C - c0)
+            for l in range(LANES):
+                lane[l] = min(l, nl - 1) * gc
+            od0, od1 = tab[ld + d], tab[hd + d]
+            if part.size < (od1 - od0) * OH * WL:
+                part = scratch(go, (od1 - od0) * OH * WL)
+            gb = g0 + n * gn + c0 * gc
+            for od in range(od0, od1):
+                vd = tab[ed + od] - tab[sd + od]
+                for oh in range(OH):
+                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                    gr = gb + od * gd + oh * gh
+                    for ow in range(OW):
+                        # volume as the integer product, converted once (bit-identical)
+                        v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                        for l in range(LANES):
+                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
+                    q = ((od - od0) * OH + oh) * WL
+                    for w in range(W):
+                        for l in range(LANES):
+                            s[l] = 0
+                        for ow in range(wl[w], wh[w]):
+                            for l in range(LANES):
+                                s[l] += gv[np.uint64(ow * LANES + l)]
+                        for l in range(LANES):
+                            part[np.uint64(q + w * LANES + l)] = s[l]
+            ib = i0 + n * in_ + c0 * ic + d * id_
+            for h in range(H):
+                lo, hi = tab[lh + h], tab[hh + h]
+                for od in range(od0, od1):
+                    # the h level of this od's sum; the first od's is the d level's first term
+                    acc_h = row if od == od0 else rowd
+                    q = ((od - od0) * OH + lo) * WL
+                    for k in range(WL):
+                        acc_h[k] = part[np.uint64(q + k)]
+                    for oh in range(lo + 1, hi):
+                        q += WL
+                        for k in range(WL):
+                            acc_h[k] += part[np.uint64(q + k)]
+                    if od != od0:
+                        for k in range(WL):
+                            row[k] += rowd[k]
+                b = ib + h * ih_
+                if nl == LANES:
+                    for w in range(W):
+                        o = b + w * iw_
+                        for l in range(LANES):
+                            put(gi, o + l * ic, row[w * LANES + l])
+                else:
+                    for l in range(nl):
+                        for w in range(W):
+                            put(gi, b + l * ic + w * iw_, row[w * LANES + l])
+            d, cb, n, _ = _step(d, cb, n, 0, D, CB, N)
+
+
+@numba.njit(**_JIT)
 def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
     """Max over each window with its flat in-plane index; a work item is one output row.
 
