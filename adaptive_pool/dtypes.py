@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
@@ -151,11 +152,31 @@ def bf16_decode(b):
     return _bitcast(np.int32((np.int32(b) & np.int32(0xFFFF)) << np.int32(16)), np.float32)
 
 
+@intrinsic
+def _bf16_round(typingctx, x):
+    """float32 -> bfloat16 bit pattern (int16), round to nearest even; NaN -> quiet NaN.
+
+    In 32-bit integer instructions: numba widens integer arithmetic to 64 bits, which halved
+    the width of the vectorised loops and made this encode 2.4x slower than float16's.
+    """
+    i32 = ir.IntType(32)
+
+    def c(v):
+        return ir.Constant(i32, v)
+
+    def codegen(context, builder, signature, args):
+        f = builder.bitcast(args[0], i32)
+        hi = builder.lshr(f, c(16))
+        nan = builder.or_(builder.and_(hi, c(0x8000)), c(0x7FC0))  # sign, canonical quiet NaN
+        # round to nearest even by biasing before the shift (no wrap: f <= 0xFF800000 here)
+        r = builder.lshr(builder.add(builder.add(f, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
+        is_nan = builder.icmp_unsigned(">", builder.and_(f, c(0x7FFFFFFF)), c(0x7F800000))
+        return builder.trunc(builder.select(is_nan, nan, r), ir.IntType(16))
+
+    return types.int16(types.float32), codegen
+
+
 @numba.njit(inline="always")
 def bf16_encode(x):
     """float32 -> bfloat16 bit pattern (int16), round to nearest even, as ml_dtypes' cast."""
-    f = _bitcast(np.float32(x), np.uint32)
-    nan = ((f >> np.uint32(16)) & np.uint32(0x8000)) | np.uint32(0x7FC0)  # canonical quiet NaN
-    r = (f + np.uint32(0x7FFF) + ((f >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    is_nan = np.uint32(0) - np.uint32((f & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000))
-    return np.int16(np.uint16(((nan & is_nan) | (r & ~is_nan)) & np.uint32(0xFFFF)))
+    return _bf16_round(np.float32(x))
