@@ -608,7 +608,10 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
     starts from +0.0 and takes its gradients in ascending output order: bit for bit the
     gather's result. Zeroing the plane here, just before the scattered writes, keeps its
     cache lines hot for them and spreads the fill over the threads (1.3-2x against a zeroed
-    allocation). Planes must be at most ``2**31`` elements (the backend bounds them lower).
+    allocation). A float32 or float64 result is its own plane of accumulators: its plane is
+    zeroed first and takes the gradients directly, with the same additions in the same order
+    (1.2-1.6x), and is zeroed again if it holds a bad index. Planes must be at most ``2**31``
+    elements (the backend bounds them lower).
     """
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -619,15 +622,20 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
     plane = D * H * W
     mw, sw_ = _magic(W)
     mh, sh_ = _magic(H)
+    direct = not decodes(gi)  # the result's own elements are float accumulators
     for ch in prange(nchunk):
         p_lo, p_hi = _chunk(ch, nchunk, N * C)
-        keys = np.empty(m, np.int64)
-        sums = scratch(go, plane)
-        for k in range(plane):
+        keys = np.empty(0 if direct else m, np.int64)
+        sums = scratch(go, 0 if direct else plane)
+        for k in range(sums.size):
             sums[k] = 0
         for p in range(p_lo, p_hi):
             n = p // C
             c = p - n * C
+            ib = i0 + n * in_ + c * ic
+            if direct:
+                for k in range(plane):
+                    gi[np.uint64(ib + k)] = 0
             first = np.int64(-1)
             q = 0
             for od in range(OD):
@@ -641,14 +649,22 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
                             np.int64(ind[np.uint64(jr + ow * jw)]), plane, H, W, mh, sh_, mw,
                             sw_, d0, d1, h0, h1, tab[sw + ow], tab[ew + ow],
                         )
-                        keys[np.uint64(q)] = k
-                        if ok:
-                            sums[np.uint64(k)] += get(go, gr + ow * gw)
-                        elif first < 0:
+                        if direct:
+                            if ok:
+                                gi[np.uint64(ib + k)] += get(go, gr + ow * gw)
+                        else:
+                            keys[np.uint64(q)] = k
+                            if ok:
+                                sums[np.uint64(k)] += get(go, gr + ow * gw)
+                        if not ok and first < 0:
                             first = q
                         q += 1
             bad[p] = first
-            ib = i0 + n * in_ + c * ic
+            if direct:
+                if first >= 0:
+                    for k in range(plane):
+                        gi[np.uint64(ib + k)] = 0
+                continue
             for k in range(plane):
                 gi[np.uint64(ib + k)] = 0
             if first < 0:
