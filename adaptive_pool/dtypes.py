@@ -168,7 +168,7 @@ def _bf16_round(typingctx, x):
         f = builder.bitcast(args[0], i32)
         hi = builder.lshr(f, c(16))
         nan = builder.or_(builder.and_(hi, c(0x8000)), c(0x7FC0))  # sign, canonical quiet NaN
-        # round to nearest even by biasing before the shift (no wrap: f <= 0xFF800000 here)
+        # round to nearest even by biasing before the shift (it wraps only for NaNs)
         r = builder.lshr(builder.add(builder.add(f, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
         is_nan = builder.icmp_unsigned(">", builder.and_(f, c(0x7FFFFFFF)), c(0x7F800000))
         return builder.trunc(builder.select(is_nan, nan, r), ir.IntType(16))

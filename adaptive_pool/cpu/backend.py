@@ -207,17 +207,16 @@ class CpuBackend:
         if_, ig = flat_geometry(gi)
         n, c, d, h, w = dims[:5]
         if c >= kernels.LANES and h * w <= _LANES_PLANE:
-            items = n * -(-c // kernels.LANES) * d
             self._launch(
                 kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab, dims,
-                self._chunks(items),
+                self._chunks(n * -(-c // kernels.LANES) * d),
             )
             return
-        slabs, rows = dims[0] * dims[1] * dims[2], dims[3]
+        slabs, rows = n * c * d, h
         rpi = self._rows_per_item(slabs, rows)
         nch = self._chunks(slabs * -(-rows // rpi))
         self._launch(
-            kernels.avg_pool_backward, slabs * rows * dims[4], gf, gg, if_, ig, tab, dims, rpi, nch
+            kernels.avg_pool_backward, slabs * rows * w, gf, gg, if_, ig, tab, dims, rpi, nch
         )
 
     def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:

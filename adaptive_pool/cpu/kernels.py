@@ -214,6 +214,27 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
             oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
 
+@numba.njit(inline="always")
+def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
+    """``row[:L]``: the h and d levels of the backward sum, from rows of ``L`` partial sums.
+
+    ``part`` holds ``nd`` blocks of ``nh`` rows; level h adds rows ``r0 .. r0 + nr`` of a block
+    (the first as is), level d adds the blocks' results (the first as is).
+    """
+    for dd in range(nd):
+        acc_h = row if dd == 0 else rowd
+        q = (dd * nh + r0) * L
+        for k in range(L):
+            acc_h[k] = part[np.uint64(q + k)]
+        for _ in range(1, nr):
+            q += L
+            for k in range(L):
+                acc_h[k] += part[np.uint64(q + k)]
+        if dd != 0:
+            for k in range(L):
+                row[k] += rowd[k]
+
+
 @numba.njit(**_JIT)
 def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
@@ -270,19 +291,7 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                 if od1 - od0 == 1 and hi - lo == 1:
                     store_row(gi, b, iw_, W, part, q0)
                     continue
-                for od in range(od0, od1):
-                    # the h level of this od's sum; the first od's is the d level's first term
-                    acc_h = row if od == od0 else rowd
-                    q = (od - od0) * nh * W + q0
-                    for w in range(W):
-                        acc_h[w] = part[np.uint64(q + w)]
-                    for oh in range(lo + 1, hi):
-                        q += W
-                        for w in range(W):
-                            acc_h[w] += part[np.uint64(q + w)]
-                    if od != od0:
-                        for w in range(W):
-                            row[w] += rowd[w]
+                _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
                 store_row(gi, b, iw_, W, row, 0)
             blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
@@ -362,19 +371,7 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
             ib = i0 + n * in_ + c0 * ic + d * id_
             for h in range(H):
                 lo, hi = tab[lh + h], tab[hh + h]
-                for od in range(od0, od1):
-                    # the h level of this od's sum; the first od's is the d level's first term
-                    acc_h = row if od == od0 else rowd
-                    q = ((od - od0) * OH + lo) * WL
-                    for k in range(WL):
-                        acc_h[k] = part[np.uint64(q + k)]
-                    for oh in range(lo + 1, hi):
-                        q += WL
-                        for k in range(WL):
-                            acc_h[k] += part[np.uint64(q + k)]
-                    if od != od0:
-                        for k in range(WL):
-                            row[k] += rowd[k]
+                _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, row, rowd)
                 if decodes(gi):  # encoded in one unit-stride loop: vectorised, 1.4x for bf16
                     for k in range(WL):
                         enc_row[k] = enc(gi, row[k])
