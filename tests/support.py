@@ -53,6 +53,11 @@ def tol(dtype):
     return 2e-6, 2e-6
 
 
+def channels_last(a: np.ndarray) -> np.ndarray:
+    """``a`` with the same values, stored with its planes one element apart (axis 1 innermost)."""
+    return np.moveaxis(np.moveaxis(a, 1, -1).copy(), -1, 1)
+
+
 def bits(a: np.ndarray) -> np.ndarray:
     """The bit patterns of ``a``, every NaN as one pattern.
 

@@ -7,7 +7,9 @@ import pytest
 
 import adaptive_pool as ap
 import reference as ref
-from support import ALL_DTYPES, DTYPE_IDS, F32, F64, bits, out_spatial, rand, small_ints, tol
+from support import (
+    ALL_DTYPES, DTYPE_IDS, F32, F64, bits, channels_last, out_spatial, rand, small_ints, tol,
+)
 
 FLOATS = pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
 
@@ -113,7 +115,7 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatc
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = rand(shape, dtype, seed=13)
-    xv = np.moveaxis(np.moveaxis(x, 1, -1).copy(), -1, 1)  # channels-last: planes 1 apart
+    xv = channels_last(x)
     got = {}
     for name, width, area in [("direct", 10**9, 0), ("rowwise", 0, 0), ("lanewise", 10**9, 10**9)]:
         monkeypatch.setattr(backend, "_ROWWISE_WIDTH", width)
@@ -139,7 +141,7 @@ def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
 
     x = rand(shape, dtype, seed=14)
     g = rand(shape[:2] + output_size, dtype, seed=15)
-    gv = np.moveaxis(np.moveaxis(g, 1, -1).copy(), -1, 1)
+    gv = channels_last(g)
     got = {}
     for name, plane in [("rows", 0), ("lanes", 10**9)]:
         monkeypatch.setattr(backend, "_LANES_PLANE", plane)

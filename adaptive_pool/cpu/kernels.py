@@ -13,8 +13,9 @@ never -0.0, so ``0.0 + term == term`` bit for bit.
 
 How they go fast: work is handed out in ``nchunk`` contiguous ranges of work items, walked with
 counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
-indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward loops over each
-window directly; the average backward reduces along w once per covering output row and adds
+indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward picks one of
+three loop orders by window size, and small planes of both average operators are computed
+``LANES`` at a time; the average backward reduces along w once per covering output row and adds
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
 ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
@@ -339,7 +340,7 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
         lane = np.empty(LANES, np.int64)
         wl = tab[lw : lw + W]
         wh = tab[hw : hw + W]
-        d, cb, n, _ = _unravel(it_lo, D, CB, N)
+        _, d, cb, n = _unravel(it_lo, 1, D, CB)
         for _ in range(it_lo, it_hi):
             c0 = cb * LANES
             nl = min(LANES, C - c0)
@@ -378,7 +379,7 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_row)
                 else:
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
-            d, cb, n, _ = _step(d, cb, n, 0, D, CB, N)
+            _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
 
 
 @numba.njit(**_JIT)
@@ -657,16 +658,13 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, nchunk):
                             first = q
                         q += 1
             bad[p] = first
-            if direct:
-                if first >= 0:
-                    for k in range(plane):
-                        gi[np.uint64(ib + k)] = 0
-                continue
-            for k in range(plane):
-                gi[np.uint64(ib + k)] = 0
-            if first < 0:
+            if not direct or first >= 0:  # (again, for a direct plane holding a bad index)
+                for k in range(plane):
+                    gi[np.uint64(ib + k)] = 0
+            if not direct:
+                if first < 0:
+                    for q in range(m):
+                        k = keys[q]
+                        put(gi, ib + k, sums[np.uint64(k)])
                 for q in range(m):
-                    k = keys[q]
-                    put(gi, ib + k, sums[np.uint64(k)])
-            for q in range(m):
-                sums[np.uint64(keys[q])] = 0
+                    sums[np.uint64(keys[q])] = 0
