@@ -107,6 +107,31 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
+    "shape,output_size", [((2, 3, 7, 9, 10), (3, 4, 3)), ((1, 2, 3, 4, 5), (5, 6, 7))]
+)
+@pytest.mark.parametrize("data", ["ties", "nans"])
+def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data, monkeypatch):
+    """The CPU max forward's ways of locating a maximum (positions kept while reducing, or a
+    second scan) and of reading an item's rows (one flat block, row by row, at a stride),
+    over many output rows an item or one, all give the reference's value and index."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    x = small_ints(shape, dtype, seed=16, high=3)
+    if data == "nans":
+        x[np.random.default_rng(17).random(shape) < 0.1] = np.nan
+    want_y, want_i = ref.max_pool3d(x, output_size)
+    sliced = np.pad(x, [(0, 0)] * 4 + [(1, 2)])[..., 1:-2]  # rows not one run
+    for tracked, block in [(1 << 31, 1 << 13), (1, 1 << 13), (1 << 31, 1), (1, 1)]:
+        monkeypatch.setattr(backend, "_TRACKED_WINDOW", tracked)
+        monkeypatch.setattr(backend, "_MAX_BLOCK", block)
+        for v in (x, sliced, channels_last(x)):
+            y, idx = ap.adaptive_max_pool3d(v, output_size)
+            np.testing.assert_array_equal(bits(y), bits(want_y.astype(dtype)))
+            np.testing.assert_array_equal(idx, want_i)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
     "shape,output_size", [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7))]
 )
 def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):

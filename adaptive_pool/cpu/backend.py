@@ -224,9 +224,11 @@ class CpuBackend:
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
         n, c, d, h, w, od, oh, _ = dims
+        # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
+        rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         self._launch(
-            kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims,
-            self._chunks(n * c * od * oh),
+            kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims, rpi,
+            _TRACKED_WINDOW, self._chunks(n * c * od * -(-oh // rpi)),
         )
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
@@ -289,6 +291,13 @@ _LANEWISE_ROW = 128
 #: 1.2-1.7x on 7x7 and 14x14 planes, even on 28x28 for float32 but up to 1.4x slower there
 #: for 16-bit, and 1.2-2x slower on 56x56 and 64x64.
 _LANES_PLANE = 256
+
+#: Input elements per plane block of the max forward (its key and position scratch: 64 KiB).
+_MAX_BLOCK = 1 << 13
+
+#: Max windows with more positions ``(d, h)`` in their block than this are located by a
+#: second scan: the kernel keeps positions in int32.
+_TRACKED_WINDOW = 1 << 31
 
 #: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
 #: thread cost 70-90 us here (futex wake-ups under virtualisation), as much as 2^16 elements

@@ -382,82 +382,172 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
             _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
 
 
+@numba.njit(inline="always")
+def _fold_max(x, b, xw, n, dd, pk, pd):
+    """Fold element ``i`` of a row (stride ``xw`` from ``b``) into ``pk[i]``, the larger key,
+    and ``pd[i] = dd`` where it is strictly larger: ``pd`` keeps the first of equal maxima.
+
+    Written for any stride: LLVM versions the loop for a unit stride and vectorises it.
+    """
+    for i in range(n):
+        # every load before any store: a reload after the store to pk became a masked store
+        # (vpmaskmovd), 4x slower on Zen 3
+        k, kp, dp = key(x, x[np.uint64(b + i * xw)]), pk[i], pd[i]
+        pk[i] = max(kp, k)
+        pd[i] = dd if k > kp else dp
+
+
+@numba.njit(inline="always")
+def _rank(k, r):
+    """Key ``k`` and position ``r`` as one int64 ordered by ``k``, then by the smaller ``r``
+    (for int32 keys; ``r`` is taken as unsigned, so any ``m = max k`` gives back ``r`` as
+    ``(m << 32) - rank``)."""
+    return (np.int64(k) << 32) - np.int64(np.uint32(r))
+
+
+@numba.njit(inline="always")
+def _log2_above(n):
+    """The smallest ``s`` with ``2**s >= n``."""
+    s = 0
+    while (1 << s) < n:
+        s += 1
+    return s
+
+
+@numba.njit(inline="always")
+def _rescan(x, xb, xd, xh, xw, pk, W, hb0, d0, d1, h0, h1, w0, w1, m, last):
+    """Where in window ``[d0,d1)x[h0,h1)x[w0,w1)`` key ``m`` is first (last if ``last``).
+
+    ``pk`` holds each column's largest key over d, so only its columns equal to ``m`` are read
+    again; the scan stops at the first hit that no later column can beat.
+    """
+    if not last:
+        bd, bh, bw = d1, h1, w1
+        for h in range(h0, h1):
+            pr = pk[(h - hb0) * W : (h - hb0 + 1) * W]
+            for w in range(w0, w1):
+                if pr[w] == m:
+                    for d in range(d0, bd):
+                        if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                            bd, bh, bw = d, h, w
+                            break
+            if bd == d0:
+                break
+    else:
+        bd, bh, bw = d0 - 1, h0 - 1, w0 - 1
+        for h in range(h1 - 1, h0 - 1, -1):
+            pr = pk[(h - hb0) * W : (h - hb0 + 1) * W]
+            for w in range(w1 - 1, w0 - 1, -1):
+                if pr[w] == m:
+                    for d in range(d1 - 1, bd, -1):
+                        if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                            bd, bh, bw = d, h, w
+                            break
+            if bd == d1 - 1:
+                break
+    return bd, bh, bw
+
+
 @numba.njit(**_JIT)
-def max_pool(x, xg, y, yg, ind, ig, tab, dims, nchunk):
-    """Max over each window with its flat in-plane index; a work item is one output row.
+def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, tracked, nchunk):
+    """Max over each window with its flat in-plane index; a work item is ``rows_per_item``
+    output rows of one ``(n, c, od)``.
 
     The contract: the window is scanned in d, h, w order from -inf with the index of its first
     element, and a value is taken when ``v > best or v != v``. So the result is the window's
-    last NaN if it has one, else its first element equal to the maximum (-0 == +0). That is
-    computed column-wise: over the window's input rows, element-wise for every w at once,
-    ``cm[w]`` keeps the column's best order key and ``cr[w]`` the flat row ``d*H + h`` where it
-    was taken by the same rule; then each window picks, among its columns holding the maximum
-    key, the smallest ``(row, w)`` (largest for NaN). The value is copied as stored (NaN
-    payloads survive). Keys (see :func:`~adaptive_pool.cpu.access.key`) order like the values.
+    last NaN if it has one, else its first element equal to the maximum (-0 == +0). Keys (see
+    :func:`~adaptive_pool.cpu.access.key`) order like the values; the value is copied as
+    stored (NaN payloads survive).
+
+    Computed axis by axis, each level keeping the first position of its maximum:
+
+    * over d, for the item's ``nr`` input rows as one flat block (a unit-stride loop that LLVM
+      vectorises): ``pk`` the largest key of each ``(h, w)`` and ``pd`` its first
+      ``(d - d0) << sr``, where ``2**sr >= nr``;
+    * over h, for each output row: ``qk`` and ``qr = pd + (h - h0)``, ties going to the
+      smaller ``qr``, which orders the window's positions as ``(d, h)`` does;
+    * over w, for each window: ties going to the smaller ``qr``, then ``w``, compared as one
+      int64 (:func:`_rank`; a branch here mispredicted on most windows).
+
+    Positions are int32 (twice the lanes of int64). Windows with a NaN, or whose positions
+    reach ``tracked``, and every float64 window (int64 keys) are located by :func:`_rescan`.
     """
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
     y0, yn, yc, yd, yh, yw = yg
     j0, jn, jc, jd, jh, jw = ig
-    total = N * C * OD * OH
+    rpi = rows_per_item
+    nb = -(-OH // rpi)
+    total = N * C * OD * nb
     knan = key_nan(x)
+    rows = 0  # input rows of the largest block
+    for bl in range(nb):
+        rows = max(rows, tab[eh + min(OH, bl * rpi + rpi) - 1] - tab[sh + bl * rpi])
+    flat = xw == 1 and xh == W  # an item's input rows are one run
+    int32_keys = knan == 0x7FFFFFFF  # so that a key and a position pack into one int64
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
-        cm = np.full(W, knan)
-        cr = np.empty(W, np.int64)
+        pk = np.full(rows * W, knan)
+        pd = np.empty(rows * W, np.int32)
+        qk = np.full(W, knan)
+        qr = np.empty(W, np.int32)
         ws = tab[sw : sw + OW]
         we = tab[ew : ew + OW]
-        oh, od, c, n = _unravel(r_lo, OH, OD, C)
+        bl, od, c, n = _unravel(r_lo, nb, OD, C)
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
-            h0, h1 = tab[sh + oh], tab[eh + oh]
+            oh0, oh1 = bl * rpi, min(OH, bl * rpi + rpi)
+            hb0 = tab[sh + oh0]
+            nr = tab[eh + oh1 - 1] - hb0
+            sr = _log2_above(nr)
             xb = x0 + n * xn + c * xc
+            for i in range(nr * W):
+                pk[i], pd[i] = -knan - 1, 0
             for d in range(d0, d1):
-                for h in range(h0, h1):
-                    b = xb + d * xd + h * xh
-                    kr = d * H + h
-                    if xw == 1:
-                        seg = x[b : b + W]
-                        if kr == d0 * H + h0:
-                            for w in range(W):
-                                cm[w] = key(x, seg[w])
-                                cr[w] = kr
-                        else:
-                            for w in range(W):
-                                k = key(x, seg[w])
-                                take = (k > cm[w]) | (k == knan)
-                                cm[w] = k if take else cm[w]
-                                cr[w] = kr if take else cr[w]
-                    else:
-                        for w in range(W):
-                            k = key(x, x[np.uint64(b + w * xw)])
-                            if kr == d0 * H + h0 or k > cm[w] or k == knan:
-                                cm[w] = k
-                                cr[w] = kr
-            yb = y0 + n * yn + c * yc + od * yd + oh * yh
-            jb = j0 + n * jn + c * jc + od * jd + oh * jh
-            for ow in range(OW):
-                w0, w1 = ws[ow], we[ow]
-                m = cm[w0]
-                for w in range(w0 + 1, w1):
-                    m = max(m, cm[np.uint64(w)])
-                bw = w0
-                brow = cr[w0]
-                found = cm[w0] == m
-                if m == knan:
-                    for w in range(w0 + 1, w1):
-                        if cm[w] == m and (not found or cr[w] >= brow):
-                            bw, brow, found = w, cr[w], True
+                dd = np.int32((d - d0) << sr)
+                b = xb + d * xd + hb0 * xh
+                if flat:
+                    _fold_max(x, b, 1, nr * W, dd, pk, pd)
                 else:
+                    for r in range(nr):
+                        _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
+            exact = (d1 - d0) << sr <= tracked and int32_keys
+            for oh in range(oh0, oh1):
+                h0, h1 = tab[sh + oh], tab[eh + oh]
+                o = (h0 - hb0) * W
+                kr, dr = pk[o : o + W], pd[o : o + W]
+                for w in range(W):
+                    qk[w], qr[w] = kr[w], dr[w]
+                for h in range(h0 + 1, h1):
+                    o = (h - hb0) * W
+                    kr, dr = pk[o : o + W], pd[o : o + W]
+                    hh = np.int32(h - h0)
+                    for w in range(W):
+                        k, kq, r, rq = kr[w], qk[w], np.int32(dr[w] + hh), qr[w]
+                        qk[w] = max(kq, k)
+                        qr[w] = r if (k > kq) | ((k == kq) & (r < rq)) else rq
+                yb = y0 + n * yn + c * yc + od * yd + oh * yh
+                jb = j0 + n * jn + c * jc + od * jd + oh * jh
+                for ow in range(OW):
+                    w0, w1 = ws[ow], we[ow]
+                    u = np.uint64(w0)
+                    m, bv, bw = qk[u], _rank(qk[u], qr[u]), w0
                     for w in range(w0 + 1, w1):
-                        if cm[w] == m and (not found or cr[w] < brow):
-                            bw, brow, found = w, cr[w], True
-                dd = brow // H
-                hh_ = brow - dd * H
-                y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + dd * xd + hh_ * xh + bw * xw)]
-                ind[np.uint64(jb + ow * jw)] = brow * W + bw
-            oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+                        u = np.uint64(w)
+                        k, v = qk[u], _rank(qk[u], qr[u])
+                        bw = w if v > bv else bw
+                        m, bv = max(m, k), max(bv, v)
+                    if m == knan or not exact:
+                        d, h, w = _rescan(
+                            x, xb, xd, xh, xw, pk, W, hb0, d0, d1, h0, h1, w0, w1, m, m == knan
+                        )
+                    else:
+                        r = (np.int64(m) << 32) - bv
+                        d, h, w = d0 + (r >> sr), h0 + (r & ((1 << sr) - 1)), bw
+                    y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + d * xd + h * xh + w * xw)]
+                    ind[np.uint64(jb + ow * jw)] = (d * H + h) * W + w
+            bl, od, c, n = _step(bl, od, c, n, nb, OD, C)
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
