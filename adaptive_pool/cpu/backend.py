@@ -282,10 +282,11 @@ class CpuBackend:
 _ROWWISE_WIDTH = 16
 
 #: Average output rows that read fewer input elements than this (on average) sum 8 planes
-#: side by side, sharing the loop overhead of small windows: 1.5-2.3x on 7x7 -> 1x1 (49
-#: elements a row) and up to 1.8x on 14x14 -> 5x5 (39), but even or slower on 64x64 -> 9x11
-#: (455) and 2x slower on 56x56 -> 7x7 (448), where that overhead is already spread thin.
-_LANEWISE_ROW = 128
+#: side by side, sharing the loop overhead of small windows: 1.3-2x on 7x7 -> 1x1 (49
+#: elements a row), 14x14 -> 5x5 (39), 28x28 -> 3x3 (261) and 32x32 -> 5x7 (205), but
+#: anywhere from 1.4x faster to 1.2x slower than the direct loop on 56x56 -> 7x7 (448) and
+#: 64x64 -> 9x11 (455), where that overhead is already spread thin.
+_LANEWISE_ROW = 320
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel:
 #: 1.2-1.7x on 7x7 and 14x14 planes, even on 28x28 for float32 but up to 1.4x slower there
