@@ -228,7 +228,7 @@ class CpuBackend:
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         self._launch(
             kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims, rpi,
-            _TRACKED_WINDOW, self._chunks(n * c * od * -(-oh // rpi)),
+            _MAX_BLOCK, _TRACKED_WINDOW, self._chunks(n * c * od * -(-oh // rpi)),
         )
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
@@ -293,7 +293,8 @@ _LANEWISE_ROW = 320
 #: for 16-bit, and 1.2-2x slower on 56x56 and 64x64.
 _LANES_PLANE = 256
 
-#: Input elements per plane block of the max forward (its key and position scratch: 64 KiB).
+#: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
+#: larger windows are taken in parts of this many elements (or one row).
 _MAX_BLOCK = 1 << 13
 
 #: Max windows with more positions ``(d, h)`` in their block than this are located by a

@@ -429,41 +429,45 @@ def _log2_above(n):
 
 
 @numba.njit(inline="always")
-def _rescan(x, xb, xd, xh, xw, pk, W, hb0, d0, d1, h0, h1, w0, w1, m, last):
-    """Where in window ``[d0,d1)x[h0,h1)x[w0,w1)`` key ``m`` is first (last if ``last``).
-
-    ``pk`` holds each column's largest key over d, so only its columns equal to ``m`` are read
-    again; the scan stops at the first hit that no later column can beat.
-    """
+def _rescan(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, last):
+    """Where in window ``[d0,d1)x[h0,h1)x[w0,w1)`` key ``m`` is first (last if ``last``): the
+    contract's scan order (backwards for the last), stopping at the first hit."""
     if not last:
-        bd, bh, bw = d1, h1, w1
-        for h in range(h0, h1):
-            pr = pk[(h - hb0) * W : (h - hb0 + 1) * W]
-            for w in range(w0, w1):
-                if pr[w] == m:
-                    for d in range(d0, bd):
-                        if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
-                            bd, bh, bw = d, h, w
-                            break
-            if bd == d0:
-                break
+        for d in range(d0, d1):
+            for h in range(h0, h1):
+                for w in range(w0, w1):
+                    if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                        return d, h, w
     else:
-        bd, bh, bw = d0 - 1, h0 - 1, w0 - 1
-        for h in range(h1 - 1, h0 - 1, -1):
-            pr = pk[(h - hb0) * W : (h - hb0 + 1) * W]
-            for w in range(w1 - 1, w0 - 1, -1):
-                if pr[w] == m:
-                    for d in range(d1 - 1, bd, -1):
-                        if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
-                            bd, bh, bw = d, h, w
-                            break
-            if bd == d1 - 1:
-                break
-    return bd, bh, bw
+        for d in range(d1 - 1, d0 - 1, -1):
+            for h in range(h1 - 1, h0 - 1, -1):
+                for w in range(w1 - 1, w0 - 1, -1):
+                    if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                        return d, h, w
+    return d0, h0, w0  # not reached: m is a key of the window
+
+
+@numba.njit(inline="always")
+def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr):
+    """Fold ``n`` rows of ``pk``/``pd`` from row ``o`` into ``qk``/``qr`` (``hh``: the first
+    one's h in the window; ``first``: it starts the window). Ties go to the smaller position."""
+    for i in range(n):
+        kr = pk[(o + i) * W : (o + i + 1) * W]
+        dr = pd[(o + i) * W : (o + i + 1) * W]
+        r = np.int32(hh + i)
+        if first and i == 0:
+            for w in range(W):
+                qk[w], qr[w] = kr[w], dr[w]
+        else:
+            for w in range(W):
+                # every load before any store (see _fold_max)
+                k, kq, rk, rq = kr[w], qk[w], np.int32(dr[w] + r), qr[w]
+                qk[w] = max(kq, k)
+                qr[w] = rk if (k > kq) | ((k == kq) & (rk < rq)) else rq
 
 
 @numba.njit(**_JIT)
-def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, tracked, nchunk):
+def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, nchunk):
     """Max over each window with its flat in-plane index; a work item is ``rows_per_item``
     output rows of one ``(n, c, od)``.
 
@@ -475,16 +479,19 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, tracked, nchunk):
 
     Computed axis by axis, each level keeping the first position of its maximum:
 
-    * over d, for the item's ``nr`` input rows as one flat block (a unit-stride loop that LLVM
-      vectorises): ``pk`` the largest key of each ``(h, w)`` and ``pd`` its first
-      ``(d - d0) << sr``, where ``2**sr >= nr``;
+    * over d, for the item's input rows as flat runs (unit-stride loops that LLVM vectorises):
+      ``pk`` the largest key of each ``(h, w)`` and ``pd`` its first ``(d - d0) << sr``,
+      where ``2**sr`` is at least the item's input rows;
     * over h, for each output row: ``qk`` and ``qr = pd + (h - h0)``, ties going to the
       smaller ``qr``, which orders the window's positions as ``(d, h)`` does;
-    * over w, for each window: ties going to the smaller ``qr``, then ``w``, compared as one
-      int64 (:func:`_rank`; a branch here mispredicted on most windows).
+    * over w, for each window: ties going to the smaller ``qr``, then ``w``; int32 keys
+      compared with their position as one int64 (:func:`_rank`: the branch of the float64
+      path mispredicted on most windows).
 
+    ``pk`` and ``pd`` hold at most ``budget`` elements (or one row): an item of one output row
+    whose window has more rows takes them in parts, folding each into ``qk`` and ``qr``.
     Positions are int32 (twice the lanes of int64). Windows with a NaN, or whose positions
-    reach ``tracked``, and every float64 window (int64 keys) are located by :func:`_rescan`.
+    reach ``tracked``, are located by :func:`_rescan` instead.
     """
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -498,12 +505,14 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, tracked, nchunk):
     rows = 0  # input rows of the largest block
     for bl in range(nb):
         rows = max(rows, tab[eh + min(OH, bl * rpi + rpi) - 1] - tab[sh + bl * rpi])
-    flat = xw == 1 and xh == W  # an item's input rows are one run
-    int32_keys = knan == 0x7FFFFFFF  # so that a key and a position pack into one int64
+    # rows a part: a block of several output rows is taken whole (the backend sizes it)
+    part = rows if rpi > 1 else max(1, min(rows, budget // W))
+    flat = xw == 1 and xh == W  # a part's input rows are one run
+    int32_keys = knan == 0x7FFFFFFF  # a key and a position pack into one int64
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
-        pk = np.full(rows * W, knan)
-        pd = np.empty(rows * W, np.int32)
+        pk = np.full(part * W, knan)
+        pd = np.empty(part * W, np.int32)
         qk = np.full(W, knan)
         qr = np.empty(W, np.int32)
         ws = tab[sw : sw + OW]
@@ -512,55 +521,56 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, tracked, nchunk):
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
             oh0, oh1 = bl * rpi, min(OH, bl * rpi + rpi)
-            hb0 = tab[sh + oh0]
-            nr = tab[eh + oh1 - 1] - hb0
-            sr = _log2_above(nr)
+            hb0, hb1 = tab[sh + oh0], tab[eh + oh1 - 1]
+            sr = _log2_above(hb1 - hb0)
+            exact = (d1 - d0) << sr <= tracked
             xb = x0 + n * xn + c * xc
-            for i in range(nr * W):
-                pk[i], pd[i] = -knan - 1, 0
-            for d in range(d0, d1):
-                dd = np.int32((d - d0) << sr)
-                b = xb + d * xd + hb0 * xh
-                if flat:
-                    _fold_max(x, b, 1, nr * W, dd, pk, pd)
-                else:
-                    for r in range(nr):
-                        _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
-            exact = (d1 - d0) << sr <= tracked and int32_keys
-            for oh in range(oh0, oh1):
-                h0, h1 = tab[sh + oh], tab[eh + oh]
-                o = (h0 - hb0) * W
-                kr, dr = pk[o : o + W], pd[o : o + W]
-                for w in range(W):
-                    qk[w], qr[w] = kr[w], dr[w]
-                for h in range(h0 + 1, h1):
-                    o = (h - hb0) * W
-                    kr, dr = pk[o : o + W], pd[o : o + W]
-                    hh = np.int32(h - h0)
-                    for w in range(W):
-                        k, kq, r, rq = kr[w], qk[w], np.int32(dr[w] + hh), qr[w]
-                        qk[w] = max(kq, k)
-                        qr[w] = r if (k > kq) | ((k == kq) & (r < rq)) else rq
-                yb = y0 + n * yn + c * yc + od * yd + oh * yh
-                jb = j0 + n * jn + c * jc + od * jd + oh * jh
-                for ow in range(OW):
-                    w0, w1 = ws[ow], we[ow]
-                    u = np.uint64(w0)
-                    m, bv, bw = qk[u], _rank(qk[u], qr[u]), w0
-                    for w in range(w0 + 1, w1):
-                        u = np.uint64(w)
-                        k, v = qk[u], _rank(qk[u], qr[u])
-                        bw = w if v > bv else bw
-                        m, bv = max(m, k), max(bv, v)
-                    if m == knan or not exact:
-                        d, h, w = _rescan(
-                            x, xb, xd, xh, xw, pk, W, hb0, d0, d1, h0, h1, w0, w1, m, m == knan
-                        )
+            for ha in range(hb0, hb1, part):
+                hz = min(hb1, ha + part)
+                for i in range((hz - ha) * W):
+                    pk[i], pd[i] = -knan - 1, 0
+                for d in range(d0, d1):
+                    dd = np.int32((d - d0) << sr)
+                    b = xb + d * xd + ha * xh
+                    if flat:
+                        _fold_max(x, b, 1, (hz - ha) * W, dd, pk, pd)
                     else:
-                        r = (np.int64(m) << 32) - bv
-                        d, h, w = d0 + (r >> sr), h0 + (r & ((1 << sr) - 1)), bw
-                    y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + d * xd + h * xh + w * xw)]
-                    ind[np.uint64(jb + ow * jw)] = (d * H + h) * W + w
+                        for r in range(hz - ha):
+                            _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
+                for oh in range(oh0, oh1):
+                    h0, h1 = tab[sh + oh], tab[eh + oh]
+                    lo, hi = max(h0, ha), min(h1, hz)
+                    if lo >= hi:
+                        continue
+                    _fold_rows(pk, pd, lo - ha, hi - lo, W, lo - h0, lo == h0, qk, qr)
+                    if hi < h1:
+                        continue  # the window goes on in the next part
+                    yb = y0 + n * yn + c * yc + od * yd + oh * yh
+                    jb = j0 + n * jn + c * jc + od * jd + oh * jh
+                    for ow in range(OW):
+                        w0, w1 = ws[ow], we[ow]
+                        u = np.uint64(w0)
+                        m, br, bw = qk[u], np.int64(qr[u]), w0
+                        bv = _rank(m, br)
+                        for w in range(w0 + 1, w1):
+                            u = np.uint64(w)
+                            k, r = qk[u], np.int64(qr[u])
+                            if int32_keys:
+                                v = _rank(k, r)
+                                bw = w if v > bv else bw
+                                bv = max(bv, v)
+                            elif (k > m) | ((k == m) & (r < br)):
+                                br, bw = r, w
+                            m = max(m, k)
+                        if m == knan or not exact:
+                            d, h, w = _rescan(
+                                x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, m == knan
+                            )
+                        else:
+                            r = (np.int64(m) << 32) - bv if int32_keys else br
+                            d, h, w = d0 + (r >> sr), h0 + (r & ((1 << sr) - 1)), bw
+                        y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + d * xd + h * xh + w * xw)]
+                        ind[np.uint64(jb + ow * jw)] = (d * H + h) * W + w
             bl, od, c, n = _step(bl, od, c, n, nb, OD, C)
 
 
