@@ -185,7 +185,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
       between rows (2.5x on 224x224 -> 6x6 from memory). 16-bit rows are decoded once.
     * ``LANEWISE`` (small windows): ``LANES`` planes side by side, so the loop overhead of a
       small window is paid once for all of them (2.3x on 7x7 -> 1x1). A last block of
-      fewer planes takes the direct order.
+      fewer planes takes the direct order. 16-bit bands are decoded once, then summed.
     """
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -194,6 +194,13 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
     lanes = LANES if order == LANEWISE else 1
     CB = (C + lanes - 1) // lanes
     total = N * CB * OD * OH
+    # 16-bit planes with contiguous rows: the lanes' bands are decoded into ``band`` first
+    decode_band = order == LANEWISE and decodes(x) and xw == 1 and xh == W
+    nd_max = nh_max = 0
+    for i in range(OD):
+        nd_max = max(nd_max, tab[ed + i] - tab[sd + i])
+    for i in range(OH):
+        nh_max = max(nh_max, tab[eh + i] - tab[sh + i])
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
         ws = tab[sw : sw + OW]
@@ -201,6 +208,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
         row = scratch(x, W if order == ROWWISE else 0)
         sdh = scratch(x, OW)
         s = scratch(x, OW * lanes)
+        band = scratch(x, LANES * nd_max * nh_max * W if decode_band else 0)
         oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
@@ -210,7 +218,17 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
             yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
             vdh = (d1 - d0) * (h1 - h0)
             if order == LANEWISE and c0 + LANES <= C:
-                _lane_sums(x, xb, xc, xd, xh, xw, d0, d1, h0, h1, ws, we, s)
+                if decode_band:
+                    # one unit-stride decode per lane and d (vectorised) instead of a scalar
+                    # decode per addition: 1.1-1.5x on 7x7 to 28x28 planes
+                    nd, run = d1 - d0, (h1 - h0) * W
+                    for l in range(LANES):
+                        for d in range(nd):
+                            b = xb + l * xc + (d0 + d) * xd + h0 * xh
+                            load_row(x, b, 1, run, band[(l * nd + d) * run :])
+                    _lane_sums(band, 0, nd * run, run, W, 1, 0, nd, 0, h1 - h0, ws, we, s)
+                else:
+                    _lane_sums(x, xb, xc, xd, xh, xw, d0, d1, h0, h1, ws, we, s)
                 for ow in range(OW):
                     # volume as the integer product, converted once (bit-identical)
                     v = acc(x, vdh * (we[ow] - ws[ow]))
