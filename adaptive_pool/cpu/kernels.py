@@ -19,7 +19,8 @@ three loop orders by window size, and small planes of both average operators are
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
 ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
-elements that receive a gradient (:func:`max_pool_backward_sparse`).
+elements that receive a gradient (:func:`max_pool_backward_sparse`). The max forward reduces one
+axis at a time, keeping the first position of each maximum as it goes (:func:`max_pool`).
 """
 
 from __future__ import annotations
