@@ -88,17 +88,19 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     """The CPU max backward's three ways (sparse writes into zeroed planes of its own result,
     the checked gather into an out=, the gather when plane accumulators exceed their budget)
     give the same bits, with windows that overlap and upsample so elements receive several
-    gradients."""
+    gradients; the sparse one also with indices whose planes are not one run."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
     _, idx = ap.adaptive_max_pool3d(x, output_size)
     g = rand(idx.shape, dtype, seed=12)
     sparse = ap.adaptive_max_pool3d_backward(g, x, idx)
+    strided = ap.adaptive_max_pool3d_backward(g, x, channels_last(idx))
     out = np.full(shape, np.nan, dtype)
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
     monkeypatch.setattr(backend, "_SPARSE_SCRATCH", 0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
+    np.testing.assert_array_equal(bits(sparse), bits(strided))
     np.testing.assert_array_equal(bits(sparse), bits(out))
     np.testing.assert_array_equal(bits(sparse), bits(gathered))
     if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)

@@ -237,8 +237,9 @@ class CpuBackend:
 
         Into a ``fresh`` result (the call's own, so a bad index may leave it partly written)
         whose planes are dense and small enough to keep one plane of accumulators per chunk,
-        the sparse kernel checks as it goes and writes the gradients into zeroed planes.
-        Otherwise the indices are checked first and ``gi`` is untouched when one is bad.
+        the sparse kernel checks each plane's indices, then writes its gradients into the
+        zeroed plane. Otherwise the indices are checked first and ``gi`` is untouched when one
+        is bad.
         """
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
@@ -246,7 +247,8 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
         nch = self._sparse_chunks(planes)
-        if fresh and plane * nch <= _SPARSE_SCRATCH and ig[3:] == (h * w, w, 1):
+        sparse = plane * nch <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
+        if fresh and sparse and ig[3:] == (h * w, w, 1):
             bad = np.empty(planes, np.int64)
             self._launch(
                 kernels.max_pool_backward_sparse, planes * od * oh * ow + nch * plane,
@@ -309,6 +311,10 @@ _SERIAL_WORK = 1 << 16
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
 #: float32. Larger planes take the checked gather, which needs no per-plane scratch.
 _SPARSE_SCRATCH = 1 << 24
+
+#: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an
+#: output) and a plane of checked indices per chunk (4 bytes an output).
+_SPARSE_OUTPUTS = 1 << 20
 
 
 def _first_flagged(bad: np.ndarray, per: int) -> int:
