@@ -197,11 +197,6 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
     total = N * CB * OD * OH
     # 16-bit planes with contiguous rows: the lanes' bands are decoded into ``band`` first
     decode_band = order == LANEWISE and decodes(x) and xw == 1 and xh == W
-    nd_max = nh_max = 0
-    for i in range(OD):
-        nd_max = max(nd_max, tab[ed + i] - tab[sd + i])
-    for i in range(OH):
-        nh_max = max(nh_max, tab[eh + i] - tab[sh + i])
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
         ws = tab[sw : sw + OW]
@@ -209,7 +204,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
         row = scratch(x, W if order == ROWWISE else 0)
         sdh = scratch(x, OW)
         s = scratch(x, OW * lanes)
-        band = scratch(x, LANES * nd_max * nh_max * W if decode_band else 0)
+        band = scratch(x, 0)
         oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
@@ -223,6 +218,8 @@ def avg_pool(x, xg, y, yg, tab, dims, order, nchunk):
                     # one unit-stride decode per lane and d (vectorised) instead of a scalar
                     # decode per addition: 1.1-1.5x on 7x7 to 28x28 planes
                     nd, run = d1 - d0, (h1 - h0) * W
+                    if band.size < LANES * nd * run:
+                        band = scratch(x, LANES * nd * run)
                     for l in range(LANES):
                         for d in range(nd):
                             b = xb + l * xc + (d0 + d) * xd + h0 * xh
