@@ -13,7 +13,7 @@ from adaptive_pool.errors import (
     AdaptivePoolValueError,
     MissingArgumentError,
 )
-from support import F32, F64
+from support import F32, F64, channels_last
 
 MISSING, INVALID = 161001, 161002
 
@@ -177,12 +177,13 @@ def test_bad_indices_out_dtype_names_indices_out():
     check(TypeError, "indices_out", mx, X3, indices_out=np.empty(Y3.shape, F32))
 
 
-def test_out_of_window_index_is_an_index_error_and_nothing_is_written():
+@pytest.mark.parametrize("layout", [np.ascontiguousarray, channels_last], ids=["dense", "strided"])
+def test_out_of_window_index_is_an_index_error_and_nothing_is_written(layout):
     for idt in (np.int32, np.int64):
         _, idx = mx(X3, 2, index_dtype=idt)
         idx = idx.copy()
         idx[1, 2, 0, 1, 1] = 0  # inside the plane, outside this cell's window
-        out = np.full(X3.shape, 7.0, F32)
+        out = layout(np.full(X3.shape, 7.0, F32))
         e = check(IndexError, "indices", mx_b, G3, X3, idx, out=out,
                   contains=["[1, 2, 0, 1, 1]", "= 0"])
         assert "window" in str(e)

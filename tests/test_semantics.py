@@ -85,10 +85,11 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
     "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
-    """The CPU max backward's three ways (sparse writes into zeroed planes of its own result,
-    the checked gather into an out=, the gather when plane accumulators exceed their budget)
-    give the same bits, with windows that overlap and upsample so elements receive several
-    gradients; the sparse one also with indices whose planes are not one run."""
+    """The CPU max backward's ways (sparse writes into zeroed planes of its own result or,
+    checked whole first, of a dense out=; the checked gather into a strided out= and when plane
+    accumulators exceed their budget) give the same bits, with windows that overlap and
+    upsample so elements receive several gradients; the sparse one also with indices whose
+    planes are not one run."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
@@ -98,10 +99,13 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     strided = ap.adaptive_max_pool3d_backward(g, x, channels_last(idx))
     out = np.full(shape, np.nan, dtype)
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
+    out_strided = channels_last(np.full(shape, np.nan, dtype))
+    ap.adaptive_max_pool3d_backward(g, x, idx, out=out_strided)
     monkeypatch.setattr(backend, "_SPARSE_SCRATCH", 0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
     np.testing.assert_array_equal(bits(sparse), bits(strided))
     np.testing.assert_array_equal(bits(sparse), bits(out))
+    np.testing.assert_array_equal(bits(sparse), bits(out_strided))
     np.testing.assert_array_equal(bits(sparse), bits(gathered))
     if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)
         _assert_close_ref(sparse, ref.max_pool3d_backward(g, x.shape, idx), dtype)

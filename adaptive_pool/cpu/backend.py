@@ -235,11 +235,11 @@ class CpuBackend:
         """Check the indices and run the max backward; return the flat position (C order of
         ``ind``) of the first index outside its window, or -1.
 
-        Into a ``fresh`` result (the call's own, so a bad index may leave it partly written)
-        whose planes are dense and small enough to keep one plane of accumulators per chunk,
-        the sparse kernel checks each plane's indices, then writes its gradients into the
-        zeroed plane. Otherwise the indices are checked first and ``gi`` is untouched when one
-        is bad.
+        Into a result whose planes are dense and small enough to keep one plane of
+        accumulators per chunk, the sparse kernel checks each plane's indices, then writes its
+        gradients into the zeroed plane. A result that is not ``fresh`` (the caller's, which a
+        bad index must leave untouched; the call's own may be left partly written) is checked
+        whole by the same kernel first. Otherwise the checked gather runs, after a check.
         """
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
@@ -248,13 +248,19 @@ class CpuBackend:
         planes, plane = n * c, d * h * w
         nch = self._sparse_chunks(planes)
         sparse = plane * nch <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
-        if fresh and sparse and ig[3:] == (h * w, w, 1):
+        if sparse and ig[3:] == (h * w, w, 1):
             bad = np.empty(planes, np.int64)
+            args = (gf, gg, jf, jg, if_, ig, tab, dims, bad)
+            m = od * oh * ow
+            if not fresh:
+                self._launch(kernels.max_pool_backward_sparse, planes * m, *args, False, nch)
+                first = _first_flagged(bad, m)
+                if first >= 0:
+                    return first
             self._launch(
-                kernels.max_pool_backward_sparse, planes * od * oh * ow + nch * plane,
-                gf, gg, jf, jg, if_, ig, tab, dims, bad, nch,
+                kernels.max_pool_backward_sparse, planes * (m + plane), *args, True, nch
             )
-            return _first_flagged(bad, od * oh * ow)
+            return _first_flagged(bad, m)
         bad = np.empty(planes * od * oh, np.int64)
         self._launch(
             kernels.first_bad_index, bad.size * ow, jf, jg, tab, dims, bad, self._chunks(bad.size)
@@ -291,9 +297,9 @@ _ROWWISE_WIDTH = 16
 _LANEWISE_ROW = 320
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel:
-#: 1.2-1.7x on 7x7 and 14x14 planes, even on 28x28 for float32 but up to 1.4x slower there
-#: for 16-bit, and 1.2-2x slower on 56x56 and 64x64.
-_LANES_PLANE = 256
+#: 1.4-2x on 7x7 and 14x14 planes, 1.1-1.7x on 28x28 and 32x32, but from 1.3x faster to 2.3x
+#: slower on 56x56, 64x64 and 112x112.
+_LANES_PLANE = 1024
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).
