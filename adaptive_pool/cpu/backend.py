@@ -239,7 +239,8 @@ class CpuBackend:
         accumulators per chunk, the sparse kernel checks each plane's indices, then writes its
         gradients into the zeroed plane. A result that is not ``fresh`` (the caller's, which a
         bad index must leave untouched; the call's own may be left partly written) is checked
-        whole by the same kernel first. Otherwise the checked gather runs, after a check.
+        whole by the same kernel first. Other results take the gather, once every index
+        has passed :func:`~adaptive_pool.cpu.kernels.first_bad_index`.
         """
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
