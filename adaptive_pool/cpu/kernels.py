@@ -252,13 +252,13 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
             xb = x0 + n * xn + c0 * xc
             yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
             vdh = (d1 - d0) * (h1 - h0)
-            need = lanes * vdh * W
+            nl = min(lanes, C - c0)
+            need = nl * vdh * W
             if decodes(x) and order != ROWWISE and band.size < need:
                 if lanes > 1 or need <= band_limit:
                     band = scratch(x, need)
-            nl = min(lanes, C - c0)
             # a 16-bit band too long to copy goes row by row (the same sums)
-            rows = order == ROWWISE or (decodes(x) and band.size < nl * vdh * W)
+            rows = order == ROWWISE or (decodes(x) and band.size < need)
             bx, bb, bc, bd, bh, bw, e0, e1, f0, f1 = _band(
                 x, xb, xc, 0 if rows else nl, xd, xh, xw, d0, d1, h0, h1, W, band
             )
@@ -855,16 +855,14 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, bad, write, n
             c = p - n * C
             ib = i0 + n * in_ + c * ic
             jb = j0 + n * jn + c * jc
-            if dense:
-                first = _check_plane(ind, jb, m, plane, W, H, lo, nn, keys)
-            else:
-                q = 0
-                for od in range(OD):
-                    for oh in range(OH):
-                        for ow in range(OW):
-                            run[q] = ind[np.uint64(jb + od * jd + oh * jh + ow * jw)]
-                            q += 1
-                first = _check_plane(run, 0, m, plane, W, H, lo, nn, keys)
+            src, sb = ind, jb
+            if not dense:  # copied into one run first (one check call site: compile time)
+                for r in range(OD * OH):
+                    rb = jb + (r // OH) * jd + (r % OH) * jh
+                    for ow in range(OW):
+                        run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
+                src, sb = run, 0
+            first = _check_plane(src, sb, m, plane, W, H, lo, nn, keys)
             bad[p] = first
             if not write:
                 continue
