@@ -38,7 +38,7 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
         return np.empty(0, a.dtype), (0,) * (a.ndim + 1)
     if a.flags.c_contiguous and a.flags.writeable:
         # the common case, without the alias's array-interface round trip (14 us a call)
-        return a.reshape(-1), (0,) + tuple(s // item for s in a.strides)
+        return a.reshape(-1), (0, *[s // item for s in a.strides])
     if any(s % item for s in a.strides):
         a = np.ascontiguousarray(a)  # strides that are not whole elements: rare, copy
     strides = tuple(s // item for s in a.strides)
@@ -152,7 +152,7 @@ class CpuBackend:
 
     # -- kernels -----------------------------------------------------------------------------
     def _launch(self, kernel, work, *args):
-        """Run ``kernel(*args)``; ``work`` (elements touched) below :data:`_SERIAL_WORK` runs
+        """Return ``kernel(*args)``; ``work`` (elements touched) below :data:`_SERIAL_WORK` runs
         on this thread alone: waking the pool's sleeping threads costs more than it saves."""
         serial = work < _SERIAL_WORK
         if serial:
@@ -161,14 +161,14 @@ class CpuBackend:
         try:
             lock = self._lock
             if lock is None:
-                kernel(*args)
-                return
+                return kernel(*args)
             with lock:
-                kernel(*args)
+                result = kernel(*args)
                 if not self._layer_known:
                     self._layer_known = True
                     if numba.threading_layer() != "workqueue":
                         self._lock = None
+                return result
         finally:
             if serial:
                 numba.set_num_threads(threads)
@@ -250,23 +250,21 @@ class CpuBackend:
         nch = self._sparse_chunks(planes)
         sparse = plane * nch <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
         if sparse and ig[3:] == (h * w, w, 1):
-            bad = np.empty(planes, np.int64)
-            args = (gf, gg, jf, jg, if_, ig, tab, dims, bad)
+            args = (gf, gg, jf, jg, if_, ig, tab, dims)
             m = od * oh * ow
             if not fresh:
-                self._launch(kernels.max_pool_backward_sparse, planes * m, *args, False, nch)
-                first = _first_flagged(bad, m)
+                first = self._launch(
+                    kernels.max_pool_backward_sparse, planes * m, *args, False, nch
+                )
                 if first >= 0:
                     return first
-            self._launch(
+            return self._launch(
                 kernels.max_pool_backward_sparse, planes * (m + plane), *args, True, nch
             )
-            return _first_flagged(bad, m)
-        bad = np.empty(planes * od * oh, np.int64)
-        self._launch(
-            kernels.first_bad_index, bad.size * ow, jf, jg, tab, dims, bad, self._chunks(bad.size)
+        rows = planes * od * oh
+        first = self._launch(
+            kernels.first_bad_index, rows * ow, jf, jg, tab, dims, self._chunks(rows)
         )
-        first = _first_flagged(bad, ow)
         if first >= 0:
             return first
         slabs, rows = planes * d, h
@@ -327,11 +325,6 @@ _SPARSE_SCRATCH = 1 << 24
 #: output) and a plane of checked indices per chunk (4 bytes an output).
 _SPARSE_OUTPUTS = 1 << 20
 
-
-def _first_flagged(bad: np.ndarray, per: int) -> int:
-    """``bad[r]`` is the first flagged position in unit ``r`` of ``per`` positions, or -1."""
-    rows = np.flatnonzero(bad >= 0)
-    return -1 if rows.size == 0 else int(rows[0]) * per + int(bad[rows[0]])
 
 
 BACKEND = CpuBackend()
