@@ -142,7 +142,7 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
 )
 def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
     """The CPU average forward's three loop orders (direct, row by row, 8 planes side by
-    side; 16-bit bands decoded first or not) give the same bits: the summation order is the
+    side; 16-bit planes or bands decoded first or not) give the same bits: the summation order is the
     contract, not the loop order."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
@@ -153,13 +153,19 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatc
         ("direct", 10**9, 0, 1 << 16),
         ("direct_undecoded", 10**9, 0, 0),
         ("rowwise", 0, 0, 1 << 16),
-        ("lanewise", 10**9, 10**9, 1 << 16),
+        ("lanewise", 10**9, 10**9, 1 << 16),  # 16-bit planes decoded whole
+        ("lanewise_bands", 10**9, 10**9, 0),  # 16-bit bands decoded output row by row
+        # one chunk: every output row after the first reuses (or replaces) decoded planes
+        ("lanewise_one_chunk", 10**9, 10**9, 1 << 16),
     ]:
+        chunks = (lambda items: 1) if name.endswith("one_chunk") else backend.BACKEND._chunks
+        monkeypatch.setattr(backend.BACKEND, "_chunks", chunks)
         monkeypatch.setattr(backend, "_ROWWISE_WIDTH", width)
         monkeypatch.setattr(backend, "_LANEWISE_ROW", area)
         monkeypatch.setattr(backend, "_DECODED_BAND", band)
         got[name] = [bits(ap.adaptive_avg_pool2d(v, output_size)) for v in (x, xv)]
-    for name in ("direct_undecoded", "rowwise", "lanewise"):
+    for name in ("direct_undecoded", "rowwise", "lanewise", "lanewise_bands",
+                 "lanewise_one_chunk"):
         for a, b in zip(got["direct"], got[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)
     if dtype in (F32, F64):

@@ -219,10 +219,14 @@ def _band_impl(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):
     def decoded(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):
         nd, nh = d1 - d0, h1 - h0
         run = nh * W
-        # rows that are one run of memory are decoded as one (one call site: compile time)
+        # rows, then planes, that are one run of memory are decoded as one: a short run costs
+        # more to set up than to decode (one call site: compile time)
         nr, L = (1, run) if xw == 1 and xh == W else (nh, W)
-        for l in range(nl):
-            for d in range(nd):
+        n_l, n_d = nl, nd
+        if L == run and (nd == 1 or xd == run) and xc == nd * run:
+            n_l, n_d, L = 1, 1, nl * nd * run
+        for l in range(n_l):
+            for d in range(n_d):
                 b = xb + l * xc + (d0 + d) * xd + h0 * xh
                 o = (l * nd + d) * run
                 for r in range(nr):
@@ -267,6 +271,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
         sdh = scratch(x, OW)
         s = scratch(x, OW * lanes)
         band = scratch(x, 0)
+        last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
         oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
@@ -276,15 +281,25 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
             yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
             vdh = (d1 - d0) * (h1 - h0)
             nl = min(lanes, C - c0)
-            need = nl * vdh * W
+            # in the lane order, 16-bit planes that fit band_limit are decoded whole, once for
+            # all their output rows: rows shared by two windows once, in one long run (1.2-1.3x
+            # on 7x7 -> 1x1 and 14x14 -> 5x5; 1.1x slower in the direct order on 56x56 -> 7x7)
+            whole = decodes(x) and lanes > 1 and nl * D * H * W <= band_limit
+            bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
+            need = nl * (bd1 - bd0) * (bh1 - bh0) * W
             if decodes(x) and order != ROWWISE and band.size < need:
                 if lanes > 1 or need <= band_limit:
                     band = scratch(x, need)
             # a 16-bit band too long to copy goes row by row (the same sums)
             rows = order == ROWWISE or (decodes(x) and band.size < need)
-            bx, bb, bc, bd, bh, bw, e0, e1, f0, f1 = _band(
-                x, xb, xc, 0 if rows else nl, xd, xh, xw, d0, d1, h0, h1, W, band
+            blk = n * CB + cb
+            ndec = 0 if rows or (whole and blk == last) else nl
+            last = blk if whole else -1
+            bx, bb, bc, bd, bh, bw, e0, _, f0, _ = _band(
+                x, xb, xc, ndec, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
             )
+            # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
+            e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
             if nl == LANES and order == LANEWISE:
                 _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
                 for ow in range(OW):
