@@ -261,9 +261,9 @@ class CpuBackend:
             return self._launch(
                 kernels.max_pool_backward_sparse, planes * (m + plane), *args, True, nch
             )
-        rows = planes * od * oh
+        out_rows = planes * od * oh
         first = self._launch(
-            kernels.first_bad_index, rows * ow, jf, jg, tab, dims, self._chunks(rows)
+            kernels.first_bad_index, out_rows * ow, jf, jg, tab, dims, self._chunks(out_rows)
         )
         if first >= 0:
             return first
@@ -324,7 +324,6 @@ _SPARSE_SCRATCH = 1 << 24
 #: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an
 #: output) and a plane of checked indices per chunk (4 bytes an output).
 _SPARSE_OUTPUTS = 1 << 20
-
 
 
 BACKEND = CpuBackend()
