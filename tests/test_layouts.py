@@ -60,6 +60,20 @@ def test_avg_any_input_layout(view, dtype):
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("h", [1, 3])
+def test_avg_input_overlapping_itself(h, dtype):
+    """Inputs may share memory between elements (``as_strided``): here planes 4 elements apart
+    whose elements step by 2. The result is bit for bit that of a contiguous copy."""
+    flat = rand((200,), dtype, seed=5)
+    step = flat.itemsize
+    xv = np.lib.stride_tricks.as_strided(
+        flat, (2, 9, h, 4), (40 * step, 4 * step, 5 * step, 2 * step), writeable=False
+    )
+    want = ap.adaptive_avg_pool2d(np.ascontiguousarray(xv), (h, 2))
+    np.testing.assert_array_equal(_bits(ap.adaptive_avg_pool2d(xv, (h, 2))), _bits(want))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("view", list(VIEWS3))
 def test_max_any_input_layout(view, dtype):
     x = rand((2, 3, 5, 4, 6), dtype, seed=3)

@@ -142,8 +142,8 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
 )
 def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
     """The CPU average forward's three loop orders (direct, row by row, 8 planes side by
-    side; 16-bit planes or bands decoded first or not) give the same bits: the summation order is the
-    contract, not the loop order."""
+    side; 16-bit planes or bands decoded first or not) give the same bits: the summation
+    order is the contract, not the loop order."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = rand(shape, dtype, seed=13)
@@ -158,8 +158,8 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatc
         # one chunk: every output row after the first reuses (or replaces) decoded planes
         ("lanewise_one_chunk", 10**9, 10**9, 1 << 16),
     ]:
-        chunks = (lambda items: 1) if name.endswith("one_chunk") else backend.BACKEND._chunks
-        monkeypatch.setattr(backend.BACKEND, "_chunks", chunks)
+        if name.endswith("one_chunk"):
+            monkeypatch.setattr(backend.BACKEND, "_chunks", lambda items: 1)
         monkeypatch.setattr(backend, "_ROWWISE_WIDTH", width)
         monkeypatch.setattr(backend, "_LANEWISE_ROW", area)
         monkeypatch.setattr(backend, "_DECODED_BAND", band)

@@ -198,9 +198,10 @@ def _band_impl(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):
         run = nh * W
         # rows, then planes, that are one run of memory are decoded as one: a short run costs
         # more to set up than to decode (one call site: compile time)
-        nr, L = (1, run) if xw == 1 and xh == W else (nh, W)
+        rows_run = xw == 1 and xh == W
+        nr, L = (1, run) if rows_run else (nh, W)
         n_l, n_d = nl, nd
-        if L == run and (nd == 1 or xd == run) and xc == nd * run:
+        if rows_run and (nd == 1 or xd == run) and xc == nd * run:
             n_l, n_d, L = 1, 1, nl * nd * run
         for l in range(n_l):
             for d in range(n_d):
