@@ -721,7 +721,7 @@ def first_bad_index(ind, ig, tab, dims, nchunk):
     mh, sh_ = _magic(H)
     bad = np.empty(N * C * OD * OH, np.int64)
     for ch in prange(nchunk):
-        r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+        r_lo, r_hi = _chunk(ch, nchunk, bad.size)
         oh, od, c, n = _unravel(r_lo, OH, OD, C)
         for r in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
@@ -877,7 +877,7 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk
     # a plane's gradients are decoded as one run or row by row (one call site: compile time)
     g_rows, g_len = (1, m) if gw == 1 and gh == OW and gd == OH * OW else (OD * OH, OW)
     for ch in prange(nchunk):
-        p_lo, p_hi = _chunk(ch, nchunk, N * C)
+        p_lo, p_hi = _chunk(ch, nchunk, bad.size)
         keys = np.empty(m, np.int32)
         run = np.empty(0 if dense else m, ind.dtype)
         gv = scratch(go, m)
