@@ -32,8 +32,14 @@ def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
         env = dict(os.environ, PYTHONPATH=os.path.abspath(path), NUMBA_CACHE_DIR=cache)
         if args.threads:
             env["NUMBA_NUM_THREADS"] = str(args.threads)
-        subprocess.run(cmd, env=env, cwd=path, check=True, stdout=subprocess.DEVNULL)
-        cases = json.load(f)["cases"]
+        run = subprocess.run(cmd, env=env, cwd=path, stdout=subprocess.DEVNULL)
+        try:
+            cases = json.load(f)["cases"]
+        except ValueError:
+            raise SystemExit(f"{path}: the benchmark failed (exit status {run.returncode})")
+    errors = [f"{c['op']} {c['dtype']}: {c['error']}" for c in cases if c["error"]]
+    if errors:
+        raise SystemExit(f"{path}:\n" + "\n".join(errors))
     return {(c["op"], c["dtype"], "x".join(map(str, c["x_shape"])) + "->"
              + "x".join(map(str, c["out_size"]))): c["ours_s"] for c in cases}
 
