@@ -2,7 +2,7 @@
 
 A kernel compiled in the running process can run other machine code than the same kernel
 loaded from the cache (README, "Kernels loaded from Numba's cache"): a version can look 1.3x
-faster in an in-process A/B and run 3x slower for every user. So kernel changes are compared
+faster in an in-process A/B and run 2.5x slower for every user. So kernel changes are compared
 here the way users run them. Each version is a directory holding an ``adaptive_pool`` package
 (a git worktree, say); it first compiles into a cache directory of its own, then every round
 times each version in a fresh process that loads its kernels from that cache, with
