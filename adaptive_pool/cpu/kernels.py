@@ -263,8 +263,9 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
       small window is paid once for all of them (2.3x on 7x7 -> 1x1). Blocks of dense planes
       of ``LANES`` or more elements (and of 16-bit planes, once decoded) are first copied
       lane-major, once for all their output rows, and summed a vector of ``LANES`` at a time
-      (:mod:`~adaptive_pool.cpu.lanes`: 1.05-1.65x, timed from the cache); other layouts gather one
-      element of each plane per step. A last block of fewer planes takes the direct order.
+      (:mod:`~adaptive_pool.cpu.lanes`: 1.05-1.65x, timed from the cache); other layouts
+      gather one element of each plane per step. A last block of fewer planes takes the
+      direct order.
 
     The direct and lane orders sum 16-bit bands after decoding them (:func:`_band`); the
     direct order only bands of up to ``band_limit`` elements (its scratch), longer ones go
