@@ -92,7 +92,8 @@ def lane_run_sums(typingctx, buf, at, n):
         vec = builder.load(total)
         out = context.get_constant_undef(sig.return_type)
         for l in range(WIDTH):
-            out = builder.insert_value(out, builder.extract_element(vec, ir.Constant(ir.IntType(32), l)), l)
+            lane = builder.extract_element(vec, ir.Constant(ir.IntType(32), l))
+            out = builder.insert_value(out, lane, l)
         return out
 
     return types.UniTuple(buf.dtype, WIDTH)(buf, at, n), codegen
