@@ -15,8 +15,7 @@ How they go fast: work is handed out in ``nchunk`` contiguous ranges of work ite
 counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
 indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward picks one of
 three loop orders by window size, and small planes of both average operators are computed
-``LANES`` at a time (the forward's in vectors, from a lane-major copy: :mod:`.lanes`); the
-average backward reduces along w once per covering output row and adds
+``LANES`` at a time; the average backward reduces along w once per covering output row and adds
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
 ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
@@ -33,7 +32,6 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
-from .lanes import lane_run_sums, transpose_block
 
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
 
@@ -175,37 +173,6 @@ def _lane_sums(x, xb, xc, xd, xh, xw, d0, d1, h0, h1, ws, we, s):
             s[ow * LANES + l] = t[l]
 
 
-@numba.njit(inline="always")
-def _to_lane_major(src, base, stride, n, lm):
-    """``lm[k * LANES + l] = src[base + l * stride + k]`` for ``k < n`` (at least ``LANES``):
-    ``LANES`` runs of ``n`` elements, ``stride`` apart, lane-major."""
-    b, st = np.int64(base), np.int64(stride)
-    k = 0
-    while k + LANES <= n:
-        transpose_block(src, b + k, st, lm, np.int64(k * LANES))
-        k += LANES
-    if k < n:  # a last block overlapping the one before it writes some values twice
-        transpose_block(src, b + n - LANES, st, lm, np.int64((n - LANES) * LANES))
-
-
-@numba.njit(inline="always")
-def _lane_major_sums(lm, z, H, W, d0, d1, h0, h1, ws, we, s):
-    """:func:`_lane_sums` from a lane-major copy ``lm`` of ``LANES`` whole planes: each row of
-    a window is one run of vectors (:func:`~adaptive_pool.cpu.lanes.lane_run_sums`)."""
-    zero = (z, z, z, z, z, z, z, z)
-    for ow in range(ws.size):
-        w0, nw = ws[ow], we[ow] - ws[ow]
-        t = zero
-        for d in range(d0, d1):
-            tdh = zero
-            for h in range(h0, h1):
-                at = np.int64(((d * H + h) * W + w0) * LANES)
-                tdh = _lane_add(tdh, lane_run_sums(lm, at, np.int64(nw)))
-            t = _lane_add(t, tdh)
-        for l in range(LANES):
-            s[ow * LANES + l] = t[l]
-
-
 def _band(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):  # pragma: no cover - stub
     raise NotImplementedError
 
@@ -260,12 +227,8 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
       its row sums to all windows at once: a streaming read where the direct loop jumps
       between rows (2.5x on 224x224 -> 6x6 from memory). 16-bit rows are decoded once.
     * ``LANEWISE`` (small windows): ``LANES`` planes side by side, so the loop overhead of a
-      small window is paid once for all of them (2.3x on 7x7 -> 1x1). Blocks of dense planes
-      of ``LANES`` or more elements (and of 16-bit planes, once decoded) are first copied
-      lane-major, once for all their output rows, and summed a vector of ``LANES`` at a time
-      (:mod:`~adaptive_pool.cpu.lanes`: 1.05-1.65x, timed from the cache); other layouts
-      gather one element of each plane per step. A last block of fewer planes takes the
-      direct order.
+      small window is paid once for all of them (2.3x on 7x7 -> 1x1). A last block of
+      fewer planes takes the direct order.
 
     The direct and lane orders sum 16-bit bands after decoding them (:func:`_band`); the
     direct order only bands of up to ``band_limit`` elements (its scratch), longer ones go
@@ -278,11 +241,6 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
     lanes = LANES if order == LANEWISE else 1
     CB = (C + lanes - 1) // lanes
     total = N * CB * OD * OH
-    plane = D * H * W
-    # blocks of 8 dense planes (16-bit ones once decoded) are summed from a lane-major copy
-    major = lanes > 1 and LANES <= plane and LANES * plane <= band_limit and (
-        decodes(x) or (xw == 1 and xh == W and (D == 1 or xd == H * W))
-    )
     for ch in prange(nchunk):
         r_lo, r_hi = _chunk(ch, nchunk, total)
         ws = tab[sw : sw + OW]
@@ -291,9 +249,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
         sdh = scratch(x, OW)
         s = scratch(x, OW * lanes)
         band = scratch(x, 0)
-        lm = scratch(x, LANES * plane if major else 0)
         last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
-        last_lm = -1  # the block that ``lm`` holds
         oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
         for _ in range(r_lo, r_hi):
             d0, d1 = tab[sd + od], tab[ed + od]
@@ -323,13 +279,7 @@ def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
             # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
             e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
             if nl == LANES and order == LANEWISE:
-                if major:
-                    if blk != last_lm:
-                        _to_lane_major(bx, bb, bc, plane, lm)
-                        last_lm = blk
-                    _lane_major_sums(lm, acc(x, 0), H, W, d0, d1, h0, h1, ws, we, s)
-                else:
-                    _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
+                _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
                 for ow in range(OW):
                     # volume as the integer product, converted once (bit-identical)
                     v = acc(x, vdh * (we[ow] - ws[ow]))
