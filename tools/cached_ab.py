@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from adaptive_pool.bench import shape_text
+
 
 def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
     """One process's medians (seconds) by case, for the package under ``path``."""
@@ -40,8 +42,8 @@ def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
     errors = [f"{c['op']} {c['dtype']}: {c['error']}" for c in cases if c["error"]]
     if errors:
         raise SystemExit(f"{path}:\n" + "\n".join(errors))
-    return {(c["op"], c["dtype"], "x".join(map(str, c["x_shape"])) + "->"
-             + "x".join(map(str, c["out_size"]))): c["ours_s"] for c in cases}
+    return {(c["op"], c["dtype"], shape_text(c["x_shape"], c["out_size"])): c["ours_s"]
+            for c in cases}
 
 
 def main() -> int:
