@@ -1,4 +1,4 @@
-"""CANN's two-phase calls (``aclnn*GetWorkspaceSize`` then ``aclnn*``), mirrored.
+"""CANN's two-phase calls (``aclnn*GetWorkspaceSize`` then ``aclnn*``), mirrored for the family.
 
 Phase one validates the arguments, builds (or reuses) the executor and returns the workspace
 size in bytes with an executor bound to the arrays. Phase two runs it on a caller's workspace::
@@ -13,27 +13,22 @@ Unlike CANN's, these executors can be run any number of times.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .arguments import OutputSize, require
 from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
-from .executors import Executor
+from .executors import OPERATORS, Executor
 from .functional import backward_executor, forward_executor
 
-__all__ = [
-    "AclExecutor",
-    "adaptive_avg_pool2d_get_workspace_size",
-    "adaptive_avg_pool2d",
-    "adaptive_avg_pool2d_backward_get_workspace_size",
-    "adaptive_avg_pool2d_backward",
-    "adaptive_max_pool3d_get_workspace_size",
-    "adaptive_max_pool3d",
-    "adaptive_max_pool3d_backward_get_workspace_size",
-    "adaptive_max_pool3d_backward",
-]
-
+#: CANN's documented two-phase adaptive pooling calls (it has no 1-D ones).
+CANN_CALLS = frozenset(
+    f"adaptive_{kind}_pool{rank}d{suffix}"
+    for kind in ("avg", "max")
+    for rank in (2, 3)
+    for suffix in ("", "_backward")
+)
 
 class AclExecutor:
     """An :class:`~adaptive_pool.executors.Executor` bound to the arrays of one call."""
@@ -101,68 +96,108 @@ def _run(workspace: Any, workspace_size: int, executor: Any, stream: Any, op: st
     executor.executor.run(**executor.arrays, workspace=workspace, stream=stream)
 
 
-def adaptive_avg_pool2d_get_workspace_size(
-    x: Any, output_size: OutputSize, out: Any
-) -> tuple[int, AclExecutor]:
-    """Phase one of ``aclnnAdaptiveAvgPool2d``: ``(workspace bytes, executor)``."""
-    ex = forward_executor("adaptive_avg_pool2d", x, output_size, out=out)
-    return _bind(ex, x=x, out=out)
+def _aclnn(name: str) -> str:
+    """``aclnnAdaptiveAvgPool2d`` for ``adaptive_avg_pool2d``, or a note where CANN has none."""
+    camel = "".join(part.capitalize() for part in name.split("_")).replace("pool", "Pool")
+    call = f"``aclnn{camel}``"
+    return call if name in CANN_CALLS else f"{call} (CANN documents no 1-D call; same rules)"
 
 
-def adaptive_avg_pool2d(
-    workspace: Any, workspace_size: int, executor: AclExecutor, stream: Any = None
-) -> None:
-    """Phase two of ``aclnnAdaptiveAvgPool2d``: run on ``workspace`` (or None)."""
-    _run(workspace, workspace_size, executor, stream, "adaptive_avg_pool2d")
+def _phase_two(name: str) -> Callable:
+    def run(
+        workspace: Any, workspace_size: int, executor: AclExecutor, stream: Any = None
+    ) -> None:
+        _run(workspace, workspace_size, executor, stream, name)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"""Phase two of {_aclnn(name)}: run ``executor`` on ``workspace``.
+
+    Parameters
+    ----------
+    workspace : array or None
+        At least ``workspace_size`` bytes on the executor's device (NumPy ``uint8`` for the CPU,
+        a CUDA array for the GPU), or None to use the executor's own.
+    workspace_size : int
+        The size phase one returned (or more).
+    executor : AclExecutor
+        From :func:`{name}_get_workspace_size`.
+    stream : optional
+        CUDA stream for GPU arrays.
+    """
+    return run
 
 
-def adaptive_avg_pool2d_backward_get_workspace_size(
-    grad_output: Any, x: Any, out: Any
-) -> tuple[int, AclExecutor]:
-    """Phase one of ``aclnnAdaptiveAvgPool2dBackward``: ``(workspace bytes, executor)``."""
-    ex = backward_executor("adaptive_avg_pool2d_backward", grad_output, x, out=out)
-    return _bind(ex, grad_output=grad_output, x=x, out=out)
+def _phase_one(name: str) -> Callable:
+    """Phase one, with CANN's argument lists: ``(x, output_size, out[, indices_out])`` for a
+    forward, ``(grad_output, x, out)`` for an average backward and ``(grad_output, x, indices,
+    grad_input)`` for a max backward."""
+    op = OPERATORS[name]
+    if not op.backward and not op.max:
+
+        def size(x: Any, output_size: OutputSize, out: Any) -> tuple[int, AclExecutor]:
+            ex = forward_executor(name, x, output_size, out=out)
+            return _bind(ex, x=x, out=out)
+
+    elif not op.backward:
+
+        def size(
+            x: Any, output_size: OutputSize, out: Any, indices_out: Any
+        ) -> tuple[int, AclExecutor]:
+            require(x, "x")
+            require(indices_out, "indices_out")  # it decides the index dtype
+            ex = forward_executor(name, x, output_size, out=out, indices_out=indices_out)
+            return _bind(ex, x=x, out=out, indices_out=indices_out)
+
+    elif not op.max:
+
+        def size(grad_output: Any, x: Any, out: Any) -> tuple[int, AclExecutor]:
+            ex = backward_executor(name, grad_output, x, out=out)
+            return _bind(ex, grad_output=grad_output, x=x, out=out)
+
+    else:
+
+        def size(
+            grad_output: Any, x: Any, indices: Any, grad_input: Any
+        ) -> tuple[int, AclExecutor]:
+            require(grad_input, "grad_input")
+            ex = backward_executor(name, grad_output, x, indices, out=grad_input)
+            return _bind(ex, grad_output=grad_output, x=x, indices=indices, out=grad_input)
+
+    size.__name__ = size.__qualname__ = f"{name}_get_workspace_size"
+    size.__doc__ = f"""Phase one of {_aclnn(name)}: ``(workspace bytes, executor)``.
+
+    Validates every argument as :func:`adaptive_pool.{name}` does (outputs included), and
+    returns the size of the workspace (the window tables) with an executor bound to the arrays,
+    for :func:`{name}`.
+    """
+    return size
 
 
-def adaptive_avg_pool2d_backward(
-    workspace: Any, workspace_size: int, executor: AclExecutor, stream: Any = None
-) -> None:
-    """Phase two of ``aclnnAdaptiveAvgPool2dBackward``: run on ``workspace`` (or None)."""
-    _run(workspace, workspace_size, executor, stream, "adaptive_avg_pool2d_backward")
+adaptive_avg_pool1d_get_workspace_size = _phase_one("adaptive_avg_pool1d")
+adaptive_avg_pool1d = _phase_two("adaptive_avg_pool1d")
+adaptive_avg_pool2d_get_workspace_size = _phase_one("adaptive_avg_pool2d")
+adaptive_avg_pool2d = _phase_two("adaptive_avg_pool2d")
+adaptive_avg_pool3d_get_workspace_size = _phase_one("adaptive_avg_pool3d")
+adaptive_avg_pool3d = _phase_two("adaptive_avg_pool3d")
+adaptive_max_pool1d_get_workspace_size = _phase_one("adaptive_max_pool1d")
+adaptive_max_pool1d = _phase_two("adaptive_max_pool1d")
+adaptive_max_pool2d_get_workspace_size = _phase_one("adaptive_max_pool2d")
+adaptive_max_pool2d = _phase_two("adaptive_max_pool2d")
+adaptive_max_pool3d_get_workspace_size = _phase_one("adaptive_max_pool3d")
+adaptive_max_pool3d = _phase_two("adaptive_max_pool3d")
+adaptive_avg_pool1d_backward_get_workspace_size = _phase_one("adaptive_avg_pool1d_backward")
+adaptive_avg_pool1d_backward = _phase_two("adaptive_avg_pool1d_backward")
+adaptive_avg_pool2d_backward_get_workspace_size = _phase_one("adaptive_avg_pool2d_backward")
+adaptive_avg_pool2d_backward = _phase_two("adaptive_avg_pool2d_backward")
+adaptive_avg_pool3d_backward_get_workspace_size = _phase_one("adaptive_avg_pool3d_backward")
+adaptive_avg_pool3d_backward = _phase_two("adaptive_avg_pool3d_backward")
+adaptive_max_pool1d_backward_get_workspace_size = _phase_one("adaptive_max_pool1d_backward")
+adaptive_max_pool1d_backward = _phase_two("adaptive_max_pool1d_backward")
+adaptive_max_pool2d_backward_get_workspace_size = _phase_one("adaptive_max_pool2d_backward")
+adaptive_max_pool2d_backward = _phase_two("adaptive_max_pool2d_backward")
+adaptive_max_pool3d_backward_get_workspace_size = _phase_one("adaptive_max_pool3d_backward")
+adaptive_max_pool3d_backward = _phase_two("adaptive_max_pool3d_backward")
 
-
-def adaptive_max_pool3d_get_workspace_size(
-    x: Any, output_size: OutputSize, out: Any, indices_out: Any
-) -> tuple[int, AclExecutor]:
-    """Phase one of ``aclnnAdaptiveMaxPool3d``; the index dtype is ``indices_out``'s."""
-    require(x, "x")
-    require(indices_out, "indices_out")
-    ex = forward_executor(
-        "adaptive_max_pool3d", x, output_size, out=out, indices_out=indices_out
-    )
-    return _bind(ex, x=x, out=out, indices_out=indices_out)
-
-
-def adaptive_max_pool3d(
-    workspace: Any, workspace_size: int, executor: AclExecutor, stream: Any = None
-) -> None:
-    """Phase two of ``aclnnAdaptiveMaxPool3d``: run on ``workspace`` (or None)."""
-    _run(workspace, workspace_size, executor, stream, "adaptive_max_pool3d")
-
-
-def adaptive_max_pool3d_backward_get_workspace_size(
-    grad_output: Any, x: Any, indices: Any, grad_input: Any
-) -> tuple[int, AclExecutor]:
-    """Phase one of ``aclnnAdaptiveMaxPool3dBackward``: ``(workspace bytes, executor)``."""
-    require(grad_input, "grad_input")
-    ex = backward_executor(
-        "adaptive_max_pool3d_backward", grad_output, x, indices, out=grad_input
-    )
-    return _bind(ex, grad_output=grad_output, x=x, indices=indices, out=grad_input)
-
-
-def adaptive_max_pool3d_backward(
-    workspace: Any, workspace_size: int, executor: AclExecutor, stream: Any = None
-) -> None:
-    """Phase two of ``aclnnAdaptiveMaxPool3dBackward``: run on ``workspace`` (or None)."""
-    _run(workspace, workspace_size, executor, stream, "adaptive_max_pool3d_backward")
+__all__ = ["AclExecutor", "CANN_CALLS"] + [
+    f"{name}{phase}" for name in OPERATORS for phase in ("_get_workspace_size", "")
+]

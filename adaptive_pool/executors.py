@@ -33,12 +33,16 @@ __all__ = [
 INT32_MAX = 2**31 - 1
 
 
+#: Spatial axis names by rank, as the docs and messages write them.
+_AXES = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
+
+
 @dataclass(frozen=True)
 class Operator:
-    """Static facts about one operator."""
+    """Static facts about one operator of the family."""
 
     name: str
-    spatial: int  # number of spatial axes
+    spatial: int  # number of spatial axes: 1, 2 or 3
     backward: bool
     max: bool
 
@@ -47,18 +51,33 @@ class Operator:
         return (self.spatial + 1, self.spatial + 2)
 
     @property
+    def axes(self) -> tuple[str, ...]:
+        """The spatial axes' names: ``("L",)``, ``("H", "W")`` or ``("D", "H", "W")``."""
+        return _AXES[self.spatial]
+
+    @property
     def layout(self) -> str:
-        sp = "H, W" if self.spatial == 2 else "D, H, W"
+        sp = ", ".join(self.axes)
         return f"(C, {sp}) or (N, C, {sp})"
+
+    @property
+    def flat_index(self) -> str:
+        """How a max index addresses its plane: ``l``, ``h*W + w`` or ``d*H*W + h*W + w``."""
+        return {1: "l", 2: "h*W + w", 3: "d*H*W + h*W + w"}[self.spatial]
+
+    @property
+    def forward(self) -> str:
+        """The name of the forward operator (the operator itself for a forward)."""
+        return self.name.removesuffix("_backward")
 
 
 OPERATORS = {
     op.name: op
     for op in (
-        Operator("adaptive_avg_pool2d", 2, backward=False, max=False),
-        Operator("adaptive_avg_pool2d_backward", 2, backward=True, max=False),
-        Operator("adaptive_max_pool3d", 3, backward=False, max=True),
-        Operator("adaptive_max_pool3d_backward", 3, backward=True, max=True),
+        Operator(f"adaptive_{kind}_pool{rank}d{suffix}", rank, bool(suffix), kind == "max")
+        for kind in ("avg", "max")
+        for rank in (1, 2, 3)
+        for suffix in ("", "_backward")
     )
 }
 
@@ -284,8 +303,8 @@ class Executor:
                 value = be.read_element(indices, pos)
                 raise AdaptivePoolIndexError(
                     f"indices{list(pos)} = {value} lies outside the window of its output cell "
-                    f"(indices are flat offsets d*H*W + h*W + w inside the (n, c) plane of x "
-                    f"with shape {self.x_shape})",
+                    f"(indices are flat offsets {self.op.flat_index} inside the (n, c) plane "
+                    f"of x with shape {self.x_shape})",
                     argument="indices",
                 )
         else:

@@ -1,12 +1,16 @@
-"""The one-call functions (PyTorch-style names) for NumPy and CUDA arrays.
+"""The one-call functions (PyTorch-style names) for NumPy and CUDA arrays: the whole family.
 
-Each call validates its arguments, fetches the cached executor for its plan and runs it; the
-backend follows the arrays (NumPy -> CPU, CUDA arrays -> GPU).
+Average and max pooling over 1, 2 or 3 trailing axes, forward and backward: twelve functions
+with one set of conventions. Each call validates its arguments, fetches the cached executor for
+its plan and runs it; the backend follows the arrays (NumPy -> CPU, CUDA arrays -> GPU). Every
+rank runs the same kernels (1-D and 2-D problems are 3-D ones with singleton axes), so the
+functions differ only in their names, their ranks and their docstrings, which are written once
+below and filled in per rank.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -16,9 +20,17 @@ from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import OPERATORS, Executor, get_executor, plan_key
 
 __all__ = [
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
-    "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
     "adaptive_max_pool3d",
+    "adaptive_avg_pool1d_backward",
+    "adaptive_avg_pool2d_backward",
+    "adaptive_avg_pool3d_backward",
+    "adaptive_max_pool1d_backward",
+    "adaptive_max_pool2d_backward",
     "adaptive_max_pool3d_backward",
     "forward_executor",
     "backward_executor",
@@ -88,117 +100,101 @@ def backward_executor(
     return get_executor(key, be)
 
 
-def adaptive_avg_pool2d(
-    x: Any, output_size: OutputSize, *, out: Any = None, stream: Any = None
-) -> Any:
-    """Adaptive average pooling over the last two axes.
+# -- docstrings, written once and filled in per rank ---------------------------------------------
+_ORDER = {1: "l", 2: "h, w", 3: "d, h, w"}
+
+_ARRAYS = """x : array, shape {layout}
+        float32, float64, float16 or bfloat16; NumPy (CPU) or a CUDA array (GPU); any strides."""
+
+_OUTPUT_SIZE = """output_size : int or tuple of {rank} (int or None)
+        ``{out}``; an int is used for every axis; ``None`` keeps that axis's input size."""
+
+_STREAM = """stream : optional
+        CUDA stream for GPU arrays."""
+
+_AVG_DOC = """Adaptive average pooling over {last}.
 
     Parameters
     ----------
-    x : array, shape (C, H, W) or (N, C, H, W)
-        float32, float64, float16 or bfloat16; NumPy (CPU) or a CUDA array (GPU); any strides.
-    output_size : int or tuple of (int or None)
-        ``(OH, OW)``; an int is used for both; ``None`` keeps that axis's input size.
+    {arrays}
+    {output_size}
     out : array, optional
         Where to write the result (may be strided; must not overlap ``x``).
-    stream : optional
-        CUDA stream for GPU arrays.
+    {stream}
 
     Returns
     -------
-    array, shape (..., OH, OW)
-        ``y[o] = sum(x[window(o)]) / volume(o)`` with float32 accumulation for 16-bit dtypes.
+    array, shape (..., {outs})
+        ``y[o] = sum(x[window(o)]) / volume(o)``, summed in float32 for 16-bit dtypes (float64
+        for float64) and rounded once.
 
     Examples
     --------
     >>> import numpy as np, adaptive_pool as ap
-    >>> ap.adaptive_avg_pool2d(np.arange(6.0).reshape(1, 2, 3), (1, 2))
-    array([[[2., 3.]]])
+    >>> ap.{name}(np.arange(6.0).reshape({shape}), {size})
+    array({avg})
     """
-    ex = forward_executor("adaptive_avg_pool2d", x, output_size, out=out)
-    return ex.run(x, out=out, stream=stream)
 
-
-def adaptive_avg_pool2d_backward(
-    grad_output: Any, x: Any, *, out: Any = None, stream: Any = None
-) -> Any:
-    """Gradient of :func:`adaptive_avg_pool2d` with respect to its input.
+_MAX_DOC = """Adaptive max pooling over {last}, with the argmax indices.
 
     Parameters
     ----------
-    grad_output : array, shape (..., OH, OW)
+    {arrays}
+    {output_size}
+    index_dtype : numpy dtype, default int32
+        int32 (CANN) or int64 (PyTorch). Ignored when ``indices_out`` is given.
+    out, indices_out : array, optional
+        Where to write the values and the indices.
+    {stream}
+
+    Returns
+    -------
+    y : array, shape (..., {outs})
+        The window maxima. Ties keep the first maximum in {order} order; NaN propagates.
+    indices : array of ``index_dtype``, same shape
+        Flat offsets ``{flat}`` of each maximum inside its ``(n, c)`` plane.
+
+    Examples
+    --------
+    >>> import numpy as np, adaptive_pool as ap
+    >>> y, i = ap.{name}(np.arange(6.0).reshape({shape}), {size})
+    >>> i
+    array({idx}, dtype=int32)
+    """
+
+_AVG_BACKWARD_DOC = """Gradient of :func:`{forward}` with respect to its input.
+
+    Parameters
+    ----------
+    grad_output : array, shape (..., {outs})
         Gradient of the forward output; same rank, N, C and dtype as ``x``.
-    x : array, shape (C, H, W) or (N, C, H, W)
+    x : array, shape {layout}
         The forward input (only its shape and dtype are used).
     out : array, optional
         Where to write ``grad_input``.
-    stream : optional
-        CUDA stream for GPU arrays.
+    {stream}
 
     Returns
     -------
     array, shape and dtype of ``x``
         ``grad_input[i] = sum over covering o of grad_output[o] / volume(o)``, a deterministic
-        gather.
+        gather (no atomics), in ascending order of ``o``.
     """
-    ex = backward_executor("adaptive_avg_pool2d_backward", grad_output, x, out=out)
-    return ex.run(x, grad_output=grad_output, out=out, stream=stream)
 
-
-def adaptive_max_pool3d(
-    x: Any,
-    output_size: OutputSize,
-    *,
-    index_dtype: Any = np.int32,
-    out: Any = None,
-    indices_out: Any = None,
-    stream: Any = None,
-) -> tuple[Any, Any]:
-    """Adaptive max pooling over the last three axes, with the argmax indices.
+_MAX_BACKWARD_DOC = """Gradient of :func:`{forward}` with respect to its input.
 
     Parameters
     ----------
-    x : array, shape (C, D, H, W) or (N, C, D, H, W)
-        float32, float64, float16 or bfloat16; NumPy (CPU) or a CUDA array (GPU); any strides.
-    output_size : int or tuple of (int or None)
-        ``(OD, OH, OW)``; an int is used for every axis; ``None`` keeps that axis's size.
-    index_dtype : numpy dtype, default int32
-        int32 (CANN) or int64 (PyTorch). Ignored when ``indices_out`` is given.
-    out, indices_out : array, optional
-        Where to write the values and the indices.
-    stream : optional
-        CUDA stream for GPU arrays.
-
-    Returns
-    -------
-    y : array, shape (..., OD, OH, OW)
-        The window maxima. Ties keep the first maximum in d, h, w order; NaN propagates.
-    indices : array of ``index_dtype``, same shape
-        Flat offsets ``d*H*W + h*W + w`` of each maximum inside its ``(n, c)`` plane.
-    """
-    ex = forward_executor(
-        "adaptive_max_pool3d", x, output_size, index_dtype, out=out, indices_out=indices_out
-    )
-    return ex.run(x, out=out, indices_out=indices_out, stream=stream)
-
-
-def adaptive_max_pool3d_backward(
-    grad_output: Any, x: Any, indices: Any, *, out: Any = None, stream: Any = None
-) -> Any:
-    """Gradient of :func:`adaptive_max_pool3d` with respect to its input.
-
-    Parameters
-    ----------
-    grad_output : array, shape (..., OD, OH, OW)
+    grad_output : array, shape (..., {outs})
         Gradient of the forward output; same rank, N, C and dtype as ``x``.
-    x : array, shape (C, D, H, W) or (N, C, D, H, W)
+    x : array, shape {layout}
         The forward input (only its shape and dtype are used).
     indices : array of int32 or int64, shape of ``grad_output``
-        The forward's indices. Each must lie inside its own window, else IndexError.
+        The forward's indices, flat offsets ``{flat}``. Each must lie inside its own window,
+        else :class:`~adaptive_pool.AdaptivePoolIndexError` (an ``IndexError``) naming it.
     out : array, optional
         Where to write ``grad_input``.
-    stream : optional
-        CUDA stream for GPU arrays.
+    {stream}
 
     Returns
     -------
@@ -206,5 +202,86 @@ def adaptive_max_pool3d_backward(
         ``grad_input[i] = sum of grad_output[o] over covering o with indices[o] == i``, a
         deterministic gather.
     """
-    ex = backward_executor("adaptive_max_pool3d_backward", grad_output, x, indices, out=out)
-    return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
+
+
+def _document(f: Callable, name: str, template: str) -> Callable:
+    """Name ``f`` after the operator and fill ``template`` in for its rank."""
+    op = OPERATORS[name]
+    rank = op.spatial
+    outs = ", ".join(f"O{a}" for a in op.axes)
+    # the examples: one channel of six elements along the last axis, pooled to two cells
+    nest = "[" * (rank + 1)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = template.format(
+        name=name,
+        forward=op.forward,
+        rank=rank,
+        last={1: "the last axis", 2: "the last two axes", 3: "the last three axes"}[rank],
+        layout=op.layout,
+        outs=outs,
+        order=_ORDER[rank],
+        flat=op.flat_index,
+        arrays=_ARRAYS.format(layout=op.layout),
+        output_size=_OUTPUT_SIZE.format(rank=rank, out=f"({outs},)" if rank == 1 else f"({outs})"),
+        stream=_STREAM,
+        shape=(1,) * rank + (6,),
+        size=2 if rank == 1 else (None,) * (rank - 1) + (2,),
+        avg=f"{nest}1., 4.{']' * (rank + 1)}",
+        idx=f"{nest}2, 5{']' * (rank + 1)}",
+    )
+    return f
+
+
+def _avg(name: str) -> Callable:
+    def pool(x: Any, output_size: OutputSize, *, out: Any = None, stream: Any = None) -> Any:
+        return forward_executor(name, x, output_size, out=out).run(x, out=out, stream=stream)
+
+    return _document(pool, name, _AVG_DOC)
+
+
+def _max(name: str) -> Callable:
+    def pool(
+        x: Any,
+        output_size: OutputSize,
+        *,
+        index_dtype: Any = np.int32,
+        out: Any = None,
+        indices_out: Any = None,
+        stream: Any = None,
+    ) -> tuple[Any, Any]:
+        ex = forward_executor(name, x, output_size, index_dtype, out=out, indices_out=indices_out)
+        return ex.run(x, out=out, indices_out=indices_out, stream=stream)
+
+    return _document(pool, name, _MAX_DOC)
+
+
+def _avg_backward(name: str) -> Callable:
+    def backward(grad_output: Any, x: Any, *, out: Any = None, stream: Any = None) -> Any:
+        ex = backward_executor(name, grad_output, x, out=out)
+        return ex.run(x, grad_output=grad_output, out=out, stream=stream)
+
+    return _document(backward, name, _AVG_BACKWARD_DOC)
+
+
+def _max_backward(name: str) -> Callable:
+    def backward(
+        grad_output: Any, x: Any, indices: Any, *, out: Any = None, stream: Any = None
+    ) -> Any:
+        ex = backward_executor(name, grad_output, x, indices, out=out)
+        return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
+
+    return _document(backward, name, _MAX_BACKWARD_DOC)
+
+
+adaptive_avg_pool1d = _avg("adaptive_avg_pool1d")
+adaptive_avg_pool2d = _avg("adaptive_avg_pool2d")
+adaptive_avg_pool3d = _avg("adaptive_avg_pool3d")
+adaptive_max_pool1d = _max("adaptive_max_pool1d")
+adaptive_max_pool2d = _max("adaptive_max_pool2d")
+adaptive_max_pool3d = _max("adaptive_max_pool3d")
+adaptive_avg_pool1d_backward = _avg_backward("adaptive_avg_pool1d_backward")
+adaptive_avg_pool2d_backward = _avg_backward("adaptive_avg_pool2d_backward")
+adaptive_avg_pool3d_backward = _avg_backward("adaptive_avg_pool3d_backward")
+adaptive_max_pool1d_backward = _max_backward("adaptive_max_pool1d_backward")
+adaptive_max_pool2d_backward = _max_backward("adaptive_max_pool2d_backward")
+adaptive_max_pool3d_backward = _max_backward("adaptive_max_pool3d_backward")

@@ -11,6 +11,7 @@ arrays of one dtype, for the accuracy tests.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import ml_dtypes
@@ -50,104 +51,100 @@ def to_f64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(np.float64)
 
 
-def _as5(a: np.ndarray, spatial: int, batched: bool) -> np.ndarray:
-    if not batched:
-        a = a[np.newaxis]
-    if spatial == 2:
-        a = a[:, :, np.newaxis]
-    return a
-
-
-def _batched(a: np.ndarray, spatial: int) -> bool:
-    return a.ndim == spatial + 2
-
-
 # -- forward ------------------------------------------------------------------------------------
-def avg_pool2d(x: np.ndarray, output_size) -> np.ndarray:
-    """Adaptive average pooling of ``(C,H,W)``/``(N,C,H,W)``; float64 result (not rounded)."""
+def _cells(in_spatial, out_spatial):
+    """Every output cell with its window: ``(o, (slice, ...))`` over the spatial axes."""
+    per_axis = [
+        [(o, slice(*window(o, i, n))) for o in range(n)] for i, n in zip(in_spatial, out_spatial)
+    ]
+    for combo in itertools.product(*per_axis):
+        yield tuple(o for o, _ in combo), tuple(s for _, s in combo)
+
+
+def avg_pool(x: np.ndarray, output_size, rank: int) -> np.ndarray:
+    """Adaptive average pooling over the last ``rank`` axes; float64 result (not rounded)."""
     x64 = to_f64(x)
-    H, W = x64.shape[-2:]
-    OH, OW = resolve_output_size(output_size, (H, W))
-    y = np.zeros(x64.shape[:-2] + (OH, OW), np.float64)
-    for oh in range(OH):
-        h0, h1 = window(oh, H, OH)
-        for ow in range(OW):
-            w0, w1 = window(ow, W, OW)
-            cells = x64[..., h0:h1, w0:w1]
-            count = (h1 - h0) * (w1 - w0)
-            y[..., oh, ow] = cells.reshape(cells.shape[:-2] + (count,)).sum(-1) / count
+    in_sp = x64.shape[-rank:]
+    out_sp = resolve_output_size(output_size, in_sp)
+    lead = x64.shape[:-rank]
+    y = np.zeros(lead + out_sp, np.float64)
+    for o, win in _cells(in_sp, out_sp):
+        cells = x64[(Ellipsis,) + win]
+        count = math.prod(s.stop - s.start for s in win)
+        y[(Ellipsis,) + o] = cells.reshape(lead + (count,)).sum(-1) / count
     return y
 
 
-def max_pool3d(x: np.ndarray, output_size) -> tuple[np.ndarray, np.ndarray]:
-    """Adaptive max pooling of ``(C,D,H,W)``/``(N,C,D,H,W)``: (values as float64, int64 indices).
+def max_pool(x: np.ndarray, output_size, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive max pooling over the last ``rank`` axes: (values as float64, int64 indices).
 
-    The literal scan of the contract: each window in d, h, w order from -inf with the index of
-    its first element, taking ``v`` when ``v > best or isnan(v)``.
+    The literal scan of the contract: each window in C order (d, h, w) from -inf with the index
+    of its first element, taking ``v`` when ``v > best or isnan(v)``; an index is the flat
+    offset of the element inside its ``(n, c)`` plane.
     """
-    batched = _batched(x, 3)
-    x5 = _as5(to_f64(x), 3, batched)
-    N, C, D, H, W = x5.shape
-    OD, OH, OW = resolve_output_size(output_size, (D, H, W))
-    y = np.zeros((N, C, OD, OH, OW), np.float64)
-    ind = np.zeros((N, C, OD, OH, OW), np.int64)
-    planes = x5.tolist()
-    for n in range(N):
-        for c in range(C):
-            p = planes[n][c]
-            for od in range(OD):
-                d0, d1 = window(od, D, OD)
-                for oh in range(OH):
-                    h0, h1 = window(oh, H, OH)
-                    for ow in range(OW):
-                        w0, w1 = window(ow, W, OW)
-                        best = -math.inf
-                        where = (d0 * H + h0) * W + w0
-                        for d in range(d0, d1):
-                            for h in range(h0, h1):
-                                for w in range(w0, w1):
-                                    v = p[d][h][w]
-                                    if v > best or math.isnan(v):
-                                        best = v
-                                        where = (d * H + h) * W + w
-                        y[n, c, od, oh, ow] = best
-                        ind[n, c, od, oh, ow] = where
-    if not batched:
-        y, ind = y[0], ind[0]
-    return y, ind
+    x64 = to_f64(x)
+    in_sp = x64.shape[-rank:]
+    out_sp = resolve_output_size(output_size, in_sp)
+    lead = x64.shape[:-rank]
+    planes = x64.reshape((-1,) + in_sp)
+    y = np.zeros((planes.shape[0],) + out_sp, np.float64)
+    ind = np.zeros((planes.shape[0],) + out_sp, np.int64)
+    for p in range(planes.shape[0]):
+        plane = planes[p]
+        for o, win in _cells(in_sp, out_sp):
+            positions = list(itertools.product(*(range(s.start, s.stop) for s in win)))
+            best = -math.inf
+            where = int(np.ravel_multi_index(positions[0], in_sp))
+            for pos in positions:
+                v = float(plane[pos])
+                if v > best or math.isnan(v):
+                    best = v
+                    where = int(np.ravel_multi_index(pos, in_sp))
+            y[(p,) + o] = best
+            ind[(p,) + o] = where
+    return y.reshape(lead + out_sp), ind.reshape(lead + out_sp)
 
 
 # -- backward -----------------------------------------------------------------------------------
-def avg_pool2d_backward(grad_output: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+def avg_pool_backward(grad_output: np.ndarray, x_shape: tuple[int, ...], rank: int) -> np.ndarray:
     """Scatter ``grad_output[o] / volume(o)`` over each window; float64 result."""
     g = to_f64(grad_output)
-    H, W = x_shape[-2:]
-    OH, OW = g.shape[-2:]
+    in_sp = tuple(x_shape[-rank:])
     gi = np.zeros(x_shape, np.float64)
-    for oh in range(OH):
-        h0, h1 = window(oh, H, OH)
-        for ow in range(OW):
-            w0, w1 = window(ow, W, OW)
-            gi[..., h0:h1, w0:w1] += (g[..., oh, ow] / ((h1 - h0) * (w1 - w0)))[..., None, None]
+    for o, win in _cells(in_sp, g.shape[-rank:]):
+        count = math.prod(s.stop - s.start for s in win)
+        gi[(Ellipsis,) + win] += (g[(Ellipsis,) + o] / count)[(Ellipsis,) + (None,) * rank]
     return gi
 
 
-def max_pool3d_backward(
-    grad_output: np.ndarray, x_shape: tuple[int, ...], indices: np.ndarray
+def max_pool_backward(
+    grad_output: np.ndarray, x_shape: tuple[int, ...], indices: np.ndarray, rank: int
 ) -> np.ndarray:
     """Scatter ``grad_output[o]`` to the flat in-plane position ``indices[o]``; float64 result."""
-    batched = len(x_shape) == 5
-    g = _as5(to_f64(grad_output), 3, batched)
-    ind = _as5(np.asarray(indices), 3, batched)
-    N, C = g.shape[:2]
-    D, H, W = x_shape[-3:]
-    gi = np.zeros((N, C, D * H * W), np.float64)
-    for n in range(N):
-        for c in range(C):
-            for k, v in zip(ind[n, c].ravel().tolist(), g[n, c].ravel().tolist()):
-                gi[n, c, k] += v
-    gi = gi.reshape((N, C, D, H, W))
-    return gi if batched else gi[0]
+    plane = math.prod(x_shape[-rank:])
+    g = to_f64(grad_output).reshape(-1, math.prod(grad_output.shape[-rank:]))
+    ind = np.asarray(indices).reshape(g.shape)
+    gi = np.zeros((g.shape[0], plane), np.float64)
+    for p in range(g.shape[0]):
+        for k, v in zip(ind[p].tolist(), g[p].tolist()):
+            gi[p, k] += v
+    return gi.reshape(x_shape)
+
+
+def avg_pool2d(x, output_size):
+    return avg_pool(x, output_size, 2)
+
+
+def avg_pool2d_backward(grad_output, x_shape):
+    return avg_pool_backward(grad_output, x_shape, 2)
+
+
+def max_pool3d(x, output_size):
+    return max_pool(x, output_size, 3)
+
+
+def max_pool3d_backward(grad_output, x_shape, indices):
+    return max_pool_backward(grad_output, x_shape, indices, 3)
 
 
 # -- rounding and ulps --------------------------------------------------------------------------

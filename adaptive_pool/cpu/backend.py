@@ -49,6 +49,10 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     return flat, (-low,) + strides
 
 
+#: Index expressions inserting the singleton spatial axes of a 1-D or 2-D problem.
+_SINGLETONS = {1: (slice(None), slice(None), None, None), 2: (slice(None), slice(None), None)}
+
+
 class CpuBackend:
     """Runs the executors' kernels on NumPy arrays."""
 
@@ -79,14 +83,13 @@ class CpuBackend:
         return a[pos].item()
 
     def view5(self, a: np.ndarray, storage, batched: bool, spatial: int) -> np.ndarray:
-        """``a`` as its storage dtype with singleton N (unbatched) and D (2-D) axes: a view."""
+        """``a`` as its storage dtype with singleton N (unbatched) and leading spatial axes
+        (D for 2-D, D and H for 1-D): a 5-D view."""
         if storage is not None and a.dtype != storage:
             a = a.view(storage)
         if not batched:
             a = a[np.newaxis]
-        if spatial == 2:
-            a = a[:, :, np.newaxis]
-        return a
+        return a[_SINGLETONS[spatial]] if spatial < 3 else a
 
     def self_overlapping(self, a: np.ndarray) -> bool:
         """Whether two elements of ``a`` may share memory (conservative: sorted-stride test)."""

@@ -82,13 +82,14 @@ class CudaBackend:
         return read_element(device_view(a).index(pos))
 
     def view5(self, a: object, storage, batched: bool, spatial: int) -> DeviceView:
-        """``a`` as its storage dtype with singleton N (unbatched) and D (2-D) axes: a view."""
+        """``a`` as its storage dtype with singleton N (unbatched) and leading spatial axes
+        (D for 2-D, D and H for 1-D): a 5-D view."""
         v = a if isinstance(a, DeviceView) else device_view(a)
         if storage is not None and v.dtype != storage:
             v = v.as_dtype(storage)
         if not batched:
             v = v.expand(0)
-        if spatial == 2:
+        for _ in range(3 - spatial):
             v = v.expand(2)
         return v
 

@@ -1,0 +1,212 @@
+"""DESIGN §3, the whole family: average and max pooling in 1, 2 and 3 dimensions, forward and
+backward, against the reference and against PyTorch, in every dtype and layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+import reference as ref
+from adaptive_pool.errors import AdaptivePoolIndexError
+from support import ALL_DTYPES, DTYPE_IDS, F16, F32, F64, BF16, bits, rand, small_ints
+
+RANKS = (1, 2, 3)
+
+#: (input shape, output_size) per rank: batched and un-batched, divisible and overlapping
+#: windows, upsampling, ``None`` entries and global pooling (``1``, ``(None, 1)``, ``(1, None)``).
+CASES = {
+    1: [((2, 3, 10), 4), ((3, 7), (3,)), ((2, 2, 5), 9), ((2, 5, 12), 1), ((1, 9, 8), (None,))],
+    2: [
+        ((2, 3, 9, 7), (4, 3)), ((3, 6, 5), (2, None)), ((1, 2, 4, 3), (7, 5)),
+        ((2, 3, 7, 7), 1), ((2, 2, 6, 9), (None, 1)), ((2, 2, 6, 9), (1, None)),
+    ],
+    3: [
+        ((2, 2, 5, 4, 6), (2, 3, 4)), ((3, 4, 3, 5), (None, 2, 3)), ((1, 2, 2, 3, 2), (3, 4, 5)),
+        ((2, 3, 3, 4, 5), 1),
+    ],
+}
+ALL_CASES = [(r, s, o) for r in RANKS for s, o in CASES[r]]
+
+
+def _case_id(c):
+    r, s, o = c
+    return f"{r}d-{s}->{o}".replace(" ", "")
+
+
+def fn(kind: str, rank: int, backward: bool = False):
+    return getattr(ap, f"adaptive_{kind}_pool{rank}d" + ("_backward" if backward else ""))
+
+
+def _layouts(a: np.ndarray) -> dict[str, np.ndarray]:
+    """``a`` as the same values in four memory layouts: dense, strided, reversed, permuted."""
+    big = np.zeros(tuple(2 * n for n in a.shape), a.dtype)
+    strided = big[(slice(None, None, 2),) * a.ndim]
+    strided[...] = a
+    rev = np.ascontiguousarray(a[..., ::-1])[..., ::-1]
+    order = (0,) + tuple(range(2, a.ndim)) + (1,) if a.ndim > 2 else (1, 0)
+    perm = np.ascontiguousarray(a.transpose(order)).transpose(np.argsort(order))
+    return {"dense": a, "strided": strided, "reversed": rev, "permuted": perm}
+
+
+def _ulp_bound(dtype) -> int:
+    # 16-bit: float32 sums rounded once, so within one ulp of the exact result; float32 and
+    # float64 accumulate in their own type: a few ulps over the small windows used here.
+    return 1 if np.dtype(dtype) in (F16, BF16) else 8
+
+
+# -- against the reference ----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", ALL_CASES, ids=_case_id)
+def test_avg_family_vs_reference(case, dtype):
+    rank, shape, osz = case
+    x = rand(shape, dtype, seed=1, low=0.25)
+    want_shape = shape[:-rank] + ref.resolve_output_size(osz, shape[-rank:])
+    g = rand(want_shape, dtype, seed=2, low=0.25)
+    want = ref.avg_pool(x, osz, rank)
+    want_gi = ref.avg_pool_backward(g, shape, rank)
+    first = None
+    for name, xv in _layouts(x).items():
+        y = fn("avg", rank)(xv, osz)
+        assert y.shape == want_shape and y.dtype == dtype and y.flags.c_contiguous, name
+        assert ref.max_ulp(y, want) <= _ulp_bound(dtype), name
+        gi = fn("avg", rank, True)(_layouts(g)[name], xv)
+        assert gi.shape == shape and gi.dtype == dtype, name
+        assert ref.max_ulp(gi, want_gi) <= _ulp_bound(dtype), name
+        if first is None:
+            first = (bits(y), bits(gi))
+        # the summation order does not depend on strides
+        np.testing.assert_array_equal(bits(y), first[0], err_msg=name)
+        np.testing.assert_array_equal(bits(gi), first[1], err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", ALL_CASES, ids=_case_id)
+def test_max_family_vs_reference(case, dtype):
+    rank, shape, osz = case
+    x = small_ints(shape, dtype, seed=3, high=4)  # many ties: the first maximum must win
+    want_y, want_i = ref.max_pool(x, osz, rank)
+    g = rand(want_y.shape, dtype, seed=4, low=0.25)
+    want_gi = ref.max_pool_backward(g, shape, want_i, rank)
+    for name, xv in _layouts(x).items():
+        y, idx = fn("max", rank)(xv, osz)
+        assert idx.dtype == np.int32, name  # CANN's default
+        np.testing.assert_array_equal(y.astype(np.float64), want_y, err_msg=name)
+        np.testing.assert_array_equal(idx, want_i, err_msg=name)
+        gi = fn("max", rank, True)(_layouts(g)[name], xv, _layouts(idx)[name])
+        assert gi.shape == shape and gi.dtype == dtype
+        assert ref.max_ulp(gi, want_gi) <= _ulp_bound(dtype), name
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_max_nan_and_minus_inf_rules_in_every_rank(rank):
+    rng = np.random.default_rng(rank)
+    shape = (2, 3) + (5, 6, 7)[3 - rank :]
+    x = rng.integers(0, 3, size=shape).astype(F32)
+    x[rng.random(shape) < 0.05] = np.nan
+    x[0, 1] = -np.inf  # an all -inf plane
+    for osz in (1, 2, 3, tuple(shape[2:])):
+        y, idx = fn("max", rank)(x, osz, index_dtype=np.int64)
+        want_y, want_i = ref.max_pool(x, osz, rank)
+        np.testing.assert_array_equal(idx, want_i)
+        np.testing.assert_array_equal(y, want_y.astype(F32))
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_max_backward_checks_every_index_against_its_own_window(rank):
+    x = rand((2, 3) + (6, 5, 7)[3 - rank :], F32, seed=5)
+    y, idx = fn("max", rank)(x, 3)
+    bad = idx.copy()
+    pos = (1, 2) + (0,) * rank
+    bad[pos] = idx[(1, 2) + (2,) * rank]  # a real index, but of another window
+    out = np.full(x.shape, 7.0, F32)
+    with pytest.raises(AdaptivePoolIndexError) as info:
+        fn("max", rank, True)(np.ones_like(y), x, bad, out=out)
+    flat = {1: "flat offsets l ", 2: "flat offsets h*W + w ", 3: "flat offsets d*H*W + h*W + w "}
+    assert f"indices{list(pos)}" in str(info.value) and flat[rank] in str(info.value)
+    assert (out == 7.0).all()  # nothing written
+
+
+@pytest.mark.parametrize("rank", RANKS)
+def test_ranks_are_singleton_axes_of_one_kernel(rank):
+    """A rank-r problem gives the bits of the 3-D operator on the same data with unit axes."""
+    shape = (2, 3) + (9, 8, 7)[3 - rank :]
+    osz = (4, 3, 5)[3 - rank :]
+    x = rand(shape, BF16, seed=6)
+    as3 = x.reshape(shape[:2] + (1,) * (3 - rank) + shape[2:])
+    osz3 = (1,) * (3 - rank) + osz
+    y = fn("avg", rank)(x, osz)
+    np.testing.assert_array_equal(bits(y), bits(ap.adaptive_avg_pool3d(as3, osz3).reshape(y.shape)))
+    ym, im = fn("max", rank)(x, osz)
+    y3, i3 = ap.adaptive_max_pool3d(as3, osz3)
+    np.testing.assert_array_equal(bits(ym), bits(y3.reshape(ym.shape)))
+    np.testing.assert_array_equal(im, i3.reshape(im.shape))
+
+
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("rank", RANKS)
+def test_empty_batches_and_empty_outputs(kind, rank):
+    sp = (4, 5, 6)[3 - rank :]
+    x = np.ones((0, 3) + sp, F32)
+    y = fn(kind, rank)(x, 2)
+    y = y[0] if kind == "max" else y
+    assert y.shape == (0, 3) + (2,) * rank
+    x = np.ones((2, 3) + sp, F32)
+    y = fn(kind, rank)(x, 0)
+    y, args = (y[0], (y[1],)) if kind == "max" else (y, ())
+    assert y.shape == (2, 3) + (0,) * rank
+    gi = fn(kind, rank, True)(y, x, *args)
+    assert gi.shape == x.shape and not gi.any()
+
+
+# -- against PyTorch ----------------------------------------------------------------------------
+def _tensor(torch, a):
+    a = np.ascontiguousarray(a)
+    if a.dtype == BF16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _array(torch, t):
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(BF16)
+    return t.numpy()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", ALL_CASES, ids=_case_id)
+def test_family_vs_torch(torch, case, dtype):
+    """Max values, indices and gradients bit for bit; averages within the contract's rounding.
+
+    PyTorch rounds its average twice (a sum, then a division by kh and by kw) and sums 16-bit
+    gradients in their own type, so each result is compared with the exact one: ours within
+    our bound, theirs as a sanity check of the comparison.
+    """
+    F = torch.nn.functional
+    rank, shape, osz = case
+    x = rand(shape, dtype, seed=7, low=0.25)
+    xt = _tensor(torch, x).requires_grad_(True)
+    y = fn("avg", rank)(x, osz)
+    tosz = ref.resolve_output_size(osz, shape[-rank:])  # PyTorch 1-D takes no None
+    yt = getattr(F, f"adaptive_avg_pool{rank}d")(xt, tosz)
+    assert yt.shape == y.shape
+    exact = ref.avg_pool(x, osz, rank)
+    assert ref.max_ulp(y, exact) <= _ulp_bound(dtype)
+    assert ref.max_ulp(_array(torch, yt.detach()), exact) <= 4 * _ulp_bound(dtype)
+    g = rand(y.shape, dtype, seed=8, low=0.25)
+    (gt,) = torch.autograd.grad(yt, xt, _tensor(torch, g))
+    gi = fn("avg", rank, True)(g, x)
+    exact_gi = ref.avg_pool_backward(g, shape, rank)
+    assert ref.max_ulp(gi, exact_gi) <= _ulp_bound(dtype)
+    assert ref.max_ulp(_array(torch, gt), exact_gi) <= 4 * _ulp_bound(dtype)
+
+    x = small_ints(shape, dtype, seed=9, high=4)  # ties
+    xt = _tensor(torch, x).requires_grad_(True)
+    ym, im = fn("max", rank)(x, osz, index_dtype=np.int64)
+    ymt, imt = getattr(F, f"adaptive_max_pool{rank}d")(xt, tosz, return_indices=True)
+    np.testing.assert_array_equal(bits(ym), bits(_array(torch, ymt.detach())))
+    np.testing.assert_array_equal(im, imt.numpy())
+    # a gradient that is exact in every dtype, so that the sums at shared maxima agree
+    g = small_ints(ym.shape, dtype, seed=10, high=5)
+    (gmt,) = torch.autograd.grad(ymt, xt, _tensor(torch, g))
+    np.testing.assert_array_equal(bits(fn("max", rank, True)(g, x, im)), bits(_array(torch, gmt)))
