@@ -7,6 +7,7 @@ simulator, whose module can only have been imported by the caller).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,11 @@ import numpy as np
 from .cpu.backend import BACKEND as CPU
 from .errors import AdaptivePoolTypeError
 
-__all__ = ["backend_for", "is_cuda_array", "cuda_backend"]
+__all__ = ["backend_for", "layer_for", "is_cuda_array", "cuda_backend"]
+
+#: Array libraries served by an integration layer of their own, by the top-level module of
+#: their array type, and the module of that layer (imported on first use).
+LAYERS = {"torch": "adaptive_pool.torch", "dask": "adaptive_pool.dask"}
 
 #: Modules whose arrays are Numba CUDA-simulator arrays (they have no interface to test).
 SIMULATOR_MODULES = ("numba.cuda.simulator", "numba_cuda.numba.cuda.simulator")
@@ -34,6 +39,18 @@ def is_cuda_array(a: object) -> bool:
     except (AttributeError, TypeError):
         return False
     return True
+
+
+def layer_for(*arrays: object) -> Any:
+    """The integration layer (a module with ``run(name, *args, **kwargs)``) that owns the first
+    array of a library in :data:`LAYERS`, or None for NumPy and CUDA arrays."""
+    for a in arrays:
+        if a is None or type(a) is np.ndarray:
+            continue
+        root = type(a).__module__.partition(".")[0]
+        if root in LAYERS:
+            return importlib.import_module(LAYERS[root])
+    return None
 
 
 def cuda_backend() -> Any:

@@ -5,7 +5,8 @@ with one set of conventions. Each call validates its arguments, fetches the cach
 its plan and runs it; the backend follows the arrays (NumPy -> CPU, CUDA arrays -> GPU). Every
 rank runs the same kernels (1-D and 2-D problems are 3-D ones with singleton axes), so the
 functions differ only in their names, their ranks and their docstrings, which are written once
-below and filled in per rank.
+below and filled in per rank. Arrays of a library with an integration layer (torch tensors,
+dask arrays: :data:`~adaptive_pool.dispatch.LAYERS`) are handed to that layer whole.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .arguments import OutputSize, check_index_dtype, check_rank, parse_output_size, require
-from .dispatch import backend_for
+from .dispatch import backend_for, layer_for
 from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import OPERATORS, Executor, get_executor, plan_key
 
@@ -234,6 +235,9 @@ def _document(f: Callable, name: str, template: str) -> Callable:
 
 def _avg(name: str) -> Callable:
     def pool(x: Any, output_size: OutputSize, *, out: Any = None, stream: Any = None) -> Any:
+        layer = layer_for(x, out)
+        if layer is not None:
+            return layer.run(name, x, output_size, out=out, stream=stream)
         return forward_executor(name, x, output_size, out=out).run(x, out=out, stream=stream)
 
     return _document(pool, name, _AVG_DOC)
@@ -249,6 +253,12 @@ def _max(name: str) -> Callable:
         indices_out: Any = None,
         stream: Any = None,
     ) -> tuple[Any, Any]:
+        layer = layer_for(x, out, indices_out)
+        if layer is not None:
+            return layer.run(
+                name, x, output_size, index_dtype=index_dtype, out=out, indices_out=indices_out,
+                stream=stream,
+            )
         ex = forward_executor(name, x, output_size, index_dtype, out=out, indices_out=indices_out)
         return ex.run(x, out=out, indices_out=indices_out, stream=stream)
 
@@ -257,6 +267,9 @@ def _max(name: str) -> Callable:
 
 def _avg_backward(name: str) -> Callable:
     def backward(grad_output: Any, x: Any, *, out: Any = None, stream: Any = None) -> Any:
+        layer = layer_for(grad_output, x, out)
+        if layer is not None:
+            return layer.run(name, grad_output, x, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, out=out)
         return ex.run(x, grad_output=grad_output, out=out, stream=stream)
 
@@ -267,6 +280,9 @@ def _max_backward(name: str) -> Callable:
     def backward(
         grad_output: Any, x: Any, indices: Any, *, out: Any = None, stream: Any = None
     ) -> Any:
+        layer = layer_for(grad_output, x, indices, out)
+        if layer is not None:
+            return layer.run(name, grad_output, x, indices, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, indices, out=out)
         return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
 
