@@ -1,8 +1,10 @@
-"""``python -m adaptive_pool demo``: every operator, dtype and backend, checked and timed."""
+"""``python -m adaptive_pool demo``: the whole family in every dtype and on every backend, checked
+and timed."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from typing import Any, Callable
 
@@ -24,46 +26,42 @@ def _bounds(o: int, n_in: int, n_out: int) -> tuple[int, int]:
     return (o * n_in) // n_out, -((-(o + 1) * n_in) // n_out)
 
 
-def _reference_avg(x: np.ndarray, out_hw: tuple[int, int]) -> np.ndarray:
-    H, W = x.shape[-2:]
-    OH, OW = out_hw
-    y = np.empty(x.shape[:-2] + out_hw)
-    for oh in range(OH):
-        h0, h1 = _bounds(oh, H, OH)
-        for ow in range(OW):
-            w0, w1 = _bounds(ow, W, OW)
-            y[..., oh, ow] = x[..., h0:h1, w0:w1].mean(axis=(-2, -1))
+def _cells(in_sp: tuple[int, ...], out_sp: tuple[int, ...]):
+    """``(output cell, window slices)`` for every output cell of the trailing axes."""
+    for cell in itertools.product(*(range(n) for n in out_sp)):
+        yield cell, tuple(slice(*_bounds(o, i, n)) for o, i, n in zip(cell, in_sp, out_sp))
+
+
+def _reference_avg(x: np.ndarray, out_sp: tuple[int, ...]) -> np.ndarray:
+    rank = len(out_sp)
+    axes = tuple(range(-rank, 0))
+    y = np.empty(x.shape[:-rank] + out_sp)
+    for cell, win in _cells(x.shape[-rank:], out_sp):
+        y[(...,) + cell] = x[(...,) + win].mean(axis=axes)
     return y
 
 
 def _reference_avg_backward(go: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    H, W = x_shape[-2:]
-    OH, OW = go.shape[-2:]
+    rank = len(x_shape) - 2
     gi = np.zeros(x_shape)
-    for oh in range(OH):
-        h0, h1 = _bounds(oh, H, OH)
-        for ow in range(OW):
-            w0, w1 = _bounds(ow, W, OW)
-            gi[..., h0:h1, w0:w1] += go[..., oh, ow, None, None] / ((h1 - h0) * (w1 - w0))
+    for cell, win in _cells(x_shape[-rank:], go.shape[-rank:]):
+        volume = np.prod([s.stop - s.start for s in win])
+        gi[(...,) + win] += go[(...,) + cell + (None,) * rank] / volume
     return gi
 
 
-def _reference_max(v: np.ndarray, out_dhw: tuple[int, int, int]) -> np.ndarray:
-    D, H, W = v.shape[-3:]
-    y = np.empty(v.shape[:-3] + out_dhw)
-    for od in range(out_dhw[0]):
-        d0, d1 = _bounds(od, D, out_dhw[0])
-        for oh in range(out_dhw[1]):
-            h0, h1 = _bounds(oh, H, out_dhw[1])
-            for ow in range(out_dhw[2]):
-                w0, w1 = _bounds(ow, W, out_dhw[2])
-                y[..., od, oh, ow] = v[..., d0:d1, h0:h1, w0:w1].max(axis=(-3, -2, -1))
+def _reference_max(v: np.ndarray, out_sp: tuple[int, ...]) -> np.ndarray:
+    rank = len(out_sp)
+    y = np.empty(v.shape[:-rank] + out_sp)
+    for cell, win in _cells(v.shape[-rank:], out_sp):
+        y[(...,) + cell] = v[(...,) + win].max(axis=tuple(range(-rank, 0)))
     return y
 
 
 def _reference_max_backward(go: np.ndarray, idx: np.ndarray, x_shape) -> np.ndarray:
-    planes = int(np.prod(x_shape[:-3]))
-    gi = np.zeros((planes, int(np.prod(x_shape[-3:]))))
+    rank = len(x_shape) - 2
+    planes = int(np.prod(x_shape[:-rank]))
+    gi = np.zeros((planes, int(np.prod(x_shape[-rank:]))))
     g2, i2 = go.reshape(planes, -1), idx.reshape(planes, -1)
     for p in range(planes):
         np.add.at(gi[p], i2[p], g2[p])
@@ -107,6 +105,39 @@ def _error(got: np.ndarray, ref: np.ndarray, magnitude: np.ndarray, dtype: np.dt
     return float(np.max(np.abs(got64 - ref) / scale) / eps) if ref.size else 0.0
 
 
+#: One problem per rank, with overlapping windows (no size divides another).
+_PROBLEMS = {1: ((4, 16, 371), (50,)), 2: ((4, 16, 37, 53), (7, 9)), 3: ((2, 8, 11, 19, 23), (4, 6, 5))}
+
+
+def _check_rank(rank, dtype, to_dev, to_host, rng, repeat):
+    """The four operators of one rank on one backend and dtype: ``(name, arrow, err, secs)``."""
+    shape, out = _PROBLEMS[rank]
+    x = rng.standard_normal(shape).astype(dtype)
+    go = rng.standard_normal(shape[:2] + out).astype(dtype)
+    xd, god = to_dev(x), to_dev(go)
+    x64, g64 = x.astype(np.float64), go.astype(np.float64)
+    f = {name: getattr(F, f"adaptive_{name}_pool{rank}d") for name in ("avg", "max")}
+    b = {name: getattr(F, f"adaptive_{name}_pool{rank}d_backward") for name in ("avg", "max")}
+    forward, backward = f"{shape}->{out}", f"{shape[:2] + out}->{shape[2:]}"
+    rows = []
+    y, t = _timed(lambda: f["avg"](xd, out), repeat)
+    err = _error(to_host(y), _reference_avg(x64, out), _reference_avg(np.abs(x64), out), dtype)
+    rows.append((f"adaptive_avg_pool{rank}d", forward, err, t))
+    gi, t = _timed(lambda: b["avg"](god, xd), repeat)
+    err = _error(to_host(gi), _reference_avg_backward(g64, shape),
+                 _reference_avg_backward(np.abs(g64), shape), dtype)
+    rows.append((f"adaptive_avg_pool{rank}d_backward", backward, err, t))
+    (ym, idx), t = _timed(lambda: f["max"](xd, out), repeat)
+    ref = _reference_max(x64, out)
+    rows.append((f"adaptive_max_pool{rank}d", forward, _error(to_host(ym), ref, np.abs(ref), dtype), t))
+    gv, t = _timed(lambda: b["max"](god, xd, idx), repeat)
+    i = to_host(idx)
+    err = _error(to_host(gv), _reference_max_backward(g64, i, shape),
+                 _reference_max_backward(np.abs(g64), i, shape), dtype)
+    rows.append((f"adaptive_max_pool{rank}d_backward", backward, err, t))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns 0 when every result is within its error budget."""
     parser = argparse.ArgumentParser(prog="python -m adaptive_pool demo", description=__doc__)
@@ -114,57 +145,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(2026)
-    img = rng.standard_normal((4, 16, 37, 53))  # non-divisible: overlapping windows
-    vol = rng.standard_normal((2, 8, 11, 19, 23))
-    cases = []
-    print("adaptive_pool demo: every operator on every backend, checked against a float64 "
-          "NumPy reference\n")
-    header = f"{'operator':<30} {'shape':<30} {'dtype':<9} {'backend':<7} {'err/eps':>8} " \
-             f"{'time':>10}  check"
+    names = [np.dtype(d).name for d in SUPPORTED]
+    print("adaptive_pool demo: the whole family on every backend, checked against a float64 "
+          "NumPy reference.\nEach cell: err/eps, then the time of one call.\n")
+    header = f"{'operator':<31} {'problem':<34} {'backend':<7}" + "".join(
+        f"{n:>18}" for n in names
+    )
     print(header)
     print("-" * len(header))
-    failures = 0
+    failures = cases = 0
     for backend, to_dev, to_host in _backends():
-        for dtype in SUPPORTED:
-            x = img.astype(dtype)
-            v = vol.astype(dtype)
-            xd, vd = to_dev(x), to_dev(v)
-            x64, v64 = x.astype(np.float64), v.astype(np.float64)
-            go2 = rng.standard_normal(img.shape[:2] + (7, 9)).astype(dtype)
-            go3 = rng.standard_normal(vol.shape[:2] + (4, 6, 5)).astype(dtype)
-            go2d, go3d = to_dev(go2), to_dev(go3)
-
-            y, t = _timed(lambda: F.adaptive_avg_pool2d(xd, (7, 9)), args.repeat)
-            g2, g3 = go2.astype(np.float64), go3.astype(np.float64)
-
-            y, t = _timed(lambda: F.adaptive_avg_pool2d(xd, (7, 9)), args.repeat)
-            err = _error(to_host(y), _reference_avg(x64, (7, 9)),
-                         _reference_avg(np.abs(x64), (7, 9)), dtype)
-            cases.append(("adaptive_avg_pool2d", x.shape, (7, 9), dtype, backend, err, t))
-            gi, t = _timed(lambda: F.adaptive_avg_pool2d_backward(go2d, xd), args.repeat)
-            err = _error(to_host(gi), _reference_avg_backward(g2, x.shape),
-                         _reference_avg_backward(np.abs(g2), x.shape), dtype)
-            cases.append(("adaptive_avg_pool2d_backward", go2.shape, x.shape[-2:], dtype,
-                          backend, err, t))
-            (ym, idx), t = _timed(lambda: F.adaptive_max_pool3d(vd, (4, 6, 5)), args.repeat)
-            ref = _reference_max(v64, (4, 6, 5))
-            err = _error(to_host(ym), ref, np.abs(ref), dtype)
-            cases.append(("adaptive_max_pool3d", v.shape, (4, 6, 5), dtype, backend, err, t))
-            gv, t = _timed(
-                lambda: F.adaptive_max_pool3d_backward(go3d, vd, idx), args.repeat
-            )
-            i3 = to_host(idx)
-            err = _error(to_host(gv), _reference_max_backward(g3, i3, v.shape),
-                         _reference_max_backward(np.abs(g3), i3, v.shape), dtype)
-            cases.append(("adaptive_max_pool3d_backward", go3.shape, v.shape[-3:], dtype,
-                          backend, err, t))
-            for op, shape, out, dt, be, err, secs in cases[-4:]:
-                ok = err <= _EPS_BUDGET
-                failures += not ok
-                arrow = f"{tuple(shape)}->{tuple(out)}".replace(" ", "")
-                print(f"{op:<30} {arrow:<30} {np.dtype(dt).name:<9} {be:<7} {err:>8.3f} "
-                      f"{secs * 1e3:>8.3f}ms  {'ok' if ok else 'FAIL'}")
-    print(f"\n{len(cases)} cases, {failures} outside the error budget of {_EPS_BUDGET} eps. "
-          "err/eps: largest |ours - reference| over the sum of |terms|, in units of the\n"
-          "dtype's epsilon; time: best of the calls after the first (which compiles and plans).")
+        for rank in (1, 2, 3):
+            table = [_check_rank(rank, d, to_dev, to_host, rng, args.repeat) for d in SUPPORTED]
+            for k, (name, arrow, _, _) in enumerate(table[0]):
+                cells = ""
+                for per_dtype in table:
+                    err, secs = per_dtype[k][2:]
+                    ok = err <= _EPS_BUDGET
+                    failures += not ok
+                    cases += 1
+                    cells += f"{err:>7.2f} {_ms(secs):>9} " + (" " if ok else "!")
+                print(f"{name:<31} {arrow.replace(' ', ''):<34} {backend:<7}{cells}")
+    print(f"\n{cases} cases, {failures} outside the error budget of {_EPS_BUDGET} eps (marked !)."
+          "\nerr/eps: largest |ours - reference| over the sum of |terms|, in units of the "
+          "dtype's epsilon;\ntime: best of the calls after the first (which compiles and plans).")
     return 1 if failures else 0
+
+
+def _ms(secs: float) -> str:
+    return f"{secs * 1e3:.3f}ms" if secs < 1 else f"{secs:.2f}s"

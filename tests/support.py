@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import adaptive_pool as ap
+from adaptive_pool.errors import AdaptivePoolError
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
@@ -68,3 +70,22 @@ def bits(a: np.ndarray) -> np.ndarray:
     b = a.view(f"u{a.itemsize}").copy()
     b[np.isnan(a.astype(np.float64))] = np.iinfo(b.dtype).max
     return b
+
+
+MISSING, INVALID = 161001, 161002
+
+
+def check(builtin, argument, fn, *args, status=INVALID, contains=(), **kwargs):
+    """Call ``fn`` and check every promise the contract makes about the error it raises."""
+    with pytest.raises(AdaptivePoolError) as info:
+        fn(*args, **kwargs)
+    e = info.value
+    assert isinstance(e, builtin), (type(e).__mro__, str(e))
+    assert e.status == status, str(e)
+    assert e.argument == argument, (e.argument, str(e))
+    msg = str(e)
+    assert argument in msg, msg
+    assert str(status) in msg, msg
+    for part in contains:
+        assert part in msg, (part, msg)
+    return e

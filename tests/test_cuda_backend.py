@@ -162,6 +162,35 @@ def test_random_problems(seed):
                    ap.adaptive_max_pool3d_backward(go3, x3, ind_cpu))
 
 
+FAMILY_CASES = [
+    (1, (2, 3, 7), 3), (1, (2, 5), (9,)), (1, (1, 2, 6), 1),
+    (2, (2, 2, 5, 4), (None, 1)), (2, (2, 4, 3), (1, None)), (2, (1, 2, 3, 5), (4, 2)),
+    (3, (1, 2, 2, 3, 4), 1), (3, (2, 3, 2, 3), (3, None, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "rank, shape, out", FAMILY_CASES, ids=[f"{r}d-{s}->{o}" for r, s, o in FAMILY_CASES]
+)
+def test_the_family(dtype, rank, shape, out):
+    """Every rank of both operators and their backwards, bitwise equal to the CPU."""
+    x = data(shape, dtype, special=True)
+    avg, mx = (getattr(ap, f"adaptive_{k}_pool{rank}d") for k in ("avg", "max"))
+    y = avg(dev(x), out)
+    y_cpu = avg(x, out)
+    assert_bitwise(y, y_cpu)
+    go = data(y_cpu.shape, dtype, seed=6)
+    backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    assert_bitwise(backward(dev(go), dev(x)), backward(go, x))
+    ym, ind = mx(dev(x), out, index_dtype=np.int64)
+    ym_cpu, ind_cpu = mx(x, out, index_dtype=np.int64)
+    assert_bitwise(ym, ym_cpu)
+    assert_bitwise(ind, ind_cpu)
+    backward = getattr(ap, f"adaptive_max_pool{rank}d_backward")
+    assert_bitwise(backward(dev(go), dev(x), ind), backward(go, x, ind_cpu))
+
+
 # -- layouts -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, bfloat16], ids=["f32", "bf16"])
 def test_strided_inputs_and_outputs(dtype):

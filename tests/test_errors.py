@@ -13,26 +13,7 @@ from adaptive_pool.errors import (
     AdaptivePoolValueError,
     MissingArgumentError,
 )
-from support import F32, F64, channels_last
-
-MISSING, INVALID = 161001, 161002
-
-
-def check(builtin, argument, fn, *args, status=INVALID, contains=(), **kwargs):
-    """Call ``fn`` and check every promise the contract makes about the error it raises."""
-    with pytest.raises(AdaptivePoolError) as info:
-        fn(*args, **kwargs)
-    e = info.value
-    assert isinstance(e, builtin), (type(e).__mro__, str(e))
-    assert e.status == status, str(e)
-    assert e.argument == argument, (e.argument, str(e))
-    msg = str(e)
-    assert argument in msg, msg
-    assert str(status) in msg, msg
-    for part in contains:
-        assert part in msg, (part, msg)
-    return e
-
+from support import F32, F64, INVALID, MISSING, channels_last, check
 
 def test_exception_hierarchy():
     assert issubclass(AdaptivePoolTypeError, TypeError)

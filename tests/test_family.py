@@ -210,3 +210,91 @@ def test_family_vs_torch(torch, case, dtype):
     g = small_ints(ym.shape, dtype, seed=10, high=5)
     (gmt,) = torch.autograd.grad(ymt, xt, _tensor(torch, g))
     np.testing.assert_array_equal(bits(fn("max", rank, True)(g, x, im)), bits(_array(torch, gmt)))
+
+
+# -- the error contract, for every operator ------------------------------------------------------
+from support import MISSING, check  # noqa: E402
+
+
+def _problem(kind, rank, dtype=F32):
+    """``(x, output_size, y, indices, grad_output)`` of a small problem of one operator pair."""
+    x = rand((2, 3) + (5, 6, 7)[3 - rank :], dtype, seed=11)
+    if kind == "max":
+        y, idx = fn("max", rank)(x, 2)
+    else:
+        y, idx = fn("avg", rank)(x, 2), None
+    return x, 2, y, idx, np.ones_like(y)
+
+
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("rank", RANKS)
+def test_forward_errors_in_every_operator(kind, rank):
+    f = fn(kind, rank)
+    x, osz, y, _, _ = _problem(kind, rank)
+    layout = {1: "(C, L)", 2: "(C, H, W)", 3: "(C, D, H, W)"}[rank]
+    check(TypeError, "x", f, None, osz, status=MISSING)
+    check(TypeError, "output_size", f, x, None, status=MISSING)
+    check(ValueError, "x", f, x[0, 0], osz, contains=[f"{rank + 1}-D or {rank + 2}-D", layout])
+    check(ValueError, "x", f, x[None, None], osz)
+    check(TypeError, "x", f, x.astype(np.int32), osz, contains=["bfloat16"])
+    check(ValueError, "output_size", f, x, -1, contains=[">= 0"])
+    check(ValueError, "output_size", f, x, (2,) * (rank + 1), contains=[f"{rank} entries"])
+    check(TypeError, "output_size", f, x, 2.0)
+    check(ValueError, "out", f, x, osz, out=np.empty((9,), F32))
+    check(ValueError, "out", f, x, osz, out=x[..., :2] if rank == 1 else x[..., :2, :2])
+    if kind == "max":
+        check(TypeError, "index_dtype", f, x, osz, index_dtype=np.int16)
+        check(TypeError, "indices_out", f, x, osz, indices_out=np.empty(y[0].shape, np.float32))
+
+
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("rank", RANKS)
+def test_backward_errors_in_every_operator(kind, rank):
+    b = fn(kind, rank, True)
+    x, _, y, idx, g = _problem(kind, rank)
+    extra = (idx,) if kind == "max" else ()
+    check(TypeError, "grad_output", b, None, x, *extra, status=MISSING)
+    check(TypeError, "x", b, g, None, *extra, status=MISSING)
+    check(ValueError, "grad_output", b, g[:1], x, *(e[:1] for e in extra), contains=["N and C"])
+    check(ValueError, "grad_output", b, g[0], x, *(e[0] for e in extra), contains=["rank"])
+    check(TypeError, "grad_output", b, g.astype(F64), x, *extra)
+    check(ValueError, "out", b, g, x, *extra, out=np.empty(g.shape, F32))
+    if kind == "max":
+        check(TypeError, "indices", b, g, x, None, status=MISSING)
+        check(TypeError, "indices", b, g, x, idx.astype(np.float32))
+        check(ValueError, "indices", b, g, x, idx[..., :1])
+        bad = idx.copy()
+        bad.flat[-1] = -1
+        check(IndexError, "indices", b, g, x, bad, contains=["outside the window"])
+
+
+# -- the two-phase API, for every operator -------------------------------------------------------
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("rank", RANKS)
+def test_two_phase_api_for_every_operator(kind, rank):
+    from adaptive_pool import acl
+
+    x, osz, y, idx, g = _problem(kind, rank, BF16)
+    name = f"adaptive_{kind}_pool{rank}d"
+    if kind == "max":
+        yo, io = np.empty_like(y), np.empty_like(idx)
+        size, ex = getattr(acl, f"{name}_get_workspace_size")(x, osz, yo, io)
+        want = (y, idx)
+        result = (yo, io)
+    else:
+        yo = np.empty_like(y)
+        size, ex = getattr(acl, f"{name}_get_workspace_size")(x, osz, yo)
+        want, result = (y,), (yo,)
+    getattr(acl, name)(np.empty(size, np.uint8), size, ex)
+    for a, w in zip(result, want):
+        np.testing.assert_array_equal(bits(a), bits(w))
+    gi = np.empty_like(x)
+    args = (g, x, idx, gi) if kind == "max" else (g, x, gi)
+    size, ex = getattr(acl, f"{name}_backward_get_workspace_size")(*args)
+    getattr(acl, f"{name}_backward")(None, None, ex)
+    want_gi = fn(kind, rank, True)(g, x, *((idx,) if kind == "max" else ()))
+    np.testing.assert_array_equal(bits(gi), bits(want_gi))
+    # a too-small workspace, and another operator's executor, are errors
+    check(ValueError, "workspace_size", getattr(acl, f"{name}_backward"), np.empty(1, np.uint8),
+          size - 8, ex)
+    check(TypeError, "executor", getattr(acl, name), None, None, ex)
