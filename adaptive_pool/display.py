@@ -19,9 +19,6 @@ __all__ = ["executor_html", "window_preview"]
 #: Table columns shown per axis before the middle is elided.
 PREVIEW_COLUMNS = 16
 
-_AXIS_NAMES = ("D", "H", "W")
-
-
 def _columns(n: int, limit: int) -> list[int | None]:
     """The positions ``0..n-1`` to show, with ``None`` where the middle is elided."""
     if n <= limit:
@@ -34,7 +31,8 @@ def _columns(n: int, limit: int) -> list[int | None]:
 def window_preview(executor: Any) -> dict[str, dict[str, np.ndarray]]:
     """The window tables of each spatial axis of ``executor``, by axis name.
 
-    Returns ``{"H": {"start", "end", "cover_lo", "cover_hi"}, ...}`` (views into the packed
+    Returns ``{"H": {"start", "end", "cover_lo", "cover_hi"}, ...}`` (``"L"`` for a 1-D
+    operator; views into the packed
     ``executor.tables_host``), or ``{}`` for an empty problem (no tables).
     """
     tab = executor.tables_host
@@ -43,7 +41,9 @@ def window_preview(executor: Any) -> dict[str, dict[str, np.ndarray]]:
     _, _, d, h, w, od, oh, ow = executor.dims
     result: dict[str, dict[str, np.ndarray]] = {}
     base = 0
-    for name, i, o in zip(_AXIS_NAMES, (d, h, w), (od, oh, ow)):
+    # the kernels' singleton leading axes first, then the operator's own, by their names
+    names = (None,) * (3 - executor.op.spatial) + executor.op.axes
+    for name, i, o in zip(names, (d, h, w), (od, oh, ow)):
         s_at, e_at, l_at, h_at, nxt = (int(v) for v in table_layout(i, o, base))
         result[name] = {
             "start": tab[s_at:e_at],
@@ -52,8 +52,8 @@ def window_preview(executor: Any) -> dict[str, dict[str, np.ndarray]]:
             "cover_hi": tab[h_at:nxt],
         }
         base = nxt
-    spatial = executor.op.spatial
-    return {k: result[k] for k in _AXIS_NAMES[3 - spatial :]}
+    result.pop(None, None)
+    return result
 
 
 def _row(label: str, values: np.ndarray | None, cols: list[int | None], head: bool) -> str:
@@ -103,7 +103,7 @@ def executor_html(executor: Any, limit: int = PREVIEW_COLUMNS) -> str:
         ("dtype", escape(dtype)),
     ]
     if ex.index_dtype is not None:
-        facts.append(("indices", escape(f"{ex.index_dtype} (flat d*H*W + h*W + w per plane)")))
+        facts.append(("indices", escape(f"{ex.index_dtype} (flat {ex.op.flat_index} per plane)")))
     facts.append(("backend", escape(str(ex.backend.name))))
     facts.append(("workspace", f"{ex.workspace_size:,} bytes (window tables, int64)"))
     if bound is not None:

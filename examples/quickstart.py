@@ -2,10 +2,10 @@
 # # adaptive_pool: quick start
 #
 # Adaptive pooling shrinks (or grows) the spatial axes of an array to a size you choose, whatever
-# the input size: each output cell pools a *window* of the input. This notebook runs the two seed
-# operators forward and backward on arrays small enough to read, shows the two-phase
-# (workspace / executor) API, checks the results against a reference and draws the windows and a
-# gradient.
+# the input size: each output cell pools a *window* of the input. This notebook runs the operators
+# forward and backward on arrays small enough to read, tours the whole family (average and max
+# pooling in 1, 2 and 3 dimensions), shows the two-phase (workspace / executor) API, checks the
+# results against a reference and draws the windows and a gradient.
 #
 # It is also a script: `python examples/quickstart.py` prints the same results and shows the
 # figures, or saves them as PNG files in the current directory when there is no display.
@@ -86,6 +86,51 @@ grad_vy = np.arange(1, vy.size + 1, dtype=np.float32).reshape(vy.shape)
 grad_v = ap.adaptive_max_pool3d_backward(grad_vy, v, idx)
 print("grad_output:\n", grad_vy[0, 0])
 print("grad_v:\n", grad_v[0, 0])
+
+# %% [markdown]
+# ## The whole family
+#
+# Average and max pooling over the last 1, 2 or 3 axes, each with its backward: twelve functions
+# with the same conventions. Inputs are `(C, *spatial)` or `(N, C, *spatial)`; max indices are
+# flat offsets inside each `(n, c)` plane (`l`, `h*W + w` or `d*H*W + h*W + w`), as PyTorch's.
+
+# %%
+family = [f"adaptive_{kind}_pool{rank}d{suffix}" for kind in ("avg", "max")
+          for rank in (1, 2, 3) for suffix in ("", "_backward")]
+for name in family:
+    print(f"{name:30} {getattr(ap, name).__doc__.splitlines()[0]}")
+
+# %% [markdown]
+# A 1-D signal of 10 samples pooled to 4 values, and where each maximum was:
+
+# %%
+signal = np.array([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3]], np.float32)  # (C, L)
+print("mean:", ap.adaptive_avg_pool1d(signal, 4))
+peaks, where = ap.adaptive_max_pool1d(signal, 4)
+print("max: ", peaks, "at", where)
+
+# %% [markdown]
+# Global pooling, as attention blocks use it (squeeze-and-excitation, CBAM, coordinate attention):
+# `1` pools each whole plane, `(None, 1)` each row, `(1, None)` each column.
+
+# %%
+feat = rng.standard_normal((2, 8, 6, 5)).astype(np.float32)  # (N, C, H, W)
+channel_avg = ap.adaptive_avg_pool2d(feat, 1)
+channel_max, _ = ap.adaptive_max_pool2d(feat, 1)
+rows, cols = ap.adaptive_avg_pool2d(feat, (None, 1)), ap.adaptive_avg_pool2d(feat, (1, None))
+print("channel descriptors:", channel_avg.shape, channel_max.shape)
+print("per row:", rows.shape, " per column:", cols.shape)
+print("same as NumPy's mean:", np.allclose(channel_avg[..., 0, 0], feat.mean(axis=(2, 3))))
+
+# %% [markdown]
+# A volume averaged to 2 x 2 x 2, and the gradient of the average flowing back:
+
+# %%
+vol = np.arange(4 * 5 * 6, dtype=np.float64).reshape(1, 4, 5, 6)  # (C, D, H, W)
+small = ap.adaptive_avg_pool3d(vol, 2)
+print("pooled:\n", small[0])
+grad = ap.adaptive_avg_pool3d_backward(np.ones_like(small), vol)
+print("gradient sum:", round(float(grad.sum()), 6), "(one per output cell)")
 
 # %% [markdown]
 # ## The windows

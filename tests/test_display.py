@@ -143,14 +143,22 @@ def test_repr_is_one_line_and_names_the_plan():
     assert re.search(r"adaptive_avg_pool2d \(2, 5, 6\)->\(2, 5, 4\) bfloat16 on cpu", r)
 
 
-@pytest.mark.parametrize("op", ["adaptive_avg_pool2d", "adaptive_max_pool3d"])
-def test_window_preview_matches_axis_tables(op):
-    shape = (1, 2, 9, 11) if op == "adaptive_avg_pool2d" else (1, 2, 5, 9, 11)
-    out = (4, 3) if op == "adaptive_avg_pool2d" else (2, 4, 3)
+@pytest.mark.parametrize(
+    "op, shape, out",
+    [
+        ("adaptive_max_pool1d", (1, 2, 11), (3,)),
+        ("adaptive_avg_pool2d", (1, 2, 9, 11), (4, 3)),
+        ("adaptive_max_pool3d", (1, 2, 5, 9, 11), (2, 4, 3)),
+    ],
+)
+def test_window_preview_matches_axis_tables(op, shape, out):
     ex = forward_executor(op, np.zeros(shape, np.float64), out, np.int32)
     pre = window_preview(ex)
-    assert list(pre) == (["H", "W"] if len(out) == 2 else ["D", "H", "W"])
+    assert list(pre) == (["L"] if len(out) == 1 else ["D", "H", "W"][3 - len(out) :])
     for (name, tabs), i, o in zip(pre.items(), shape[-len(out) :], out):
         ref = axis_tables(i, o)
         for k in ref:
             np.testing.assert_array_equal(tabs[k], ref[k], err_msg=f"{name}.{k}")
+    if "max" in op:
+        flat = "l" if len(out) == 1 else "d*H*W + h*W + w"
+        assert f"(flat {flat} per plane)" in ex._repr_html_()
