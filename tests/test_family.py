@@ -298,3 +298,16 @@ def test_two_phase_api_for_every_operator(kind, rank):
     check(ValueError, "workspace_size", getattr(acl, f"{name}_backward"), np.empty(1, np.uint8),
           size - 8, ex)
     check(TypeError, "executor", getattr(acl, name), None, None, ex)
+
+
+@pytest.mark.parametrize("name", [f"adaptive_{k}_pool{r}d" for k in ("avg", "max") for r in RANKS])
+def test_docstring_examples_run(name):
+    """Each forward's docstring, written once and filled in per rank, shows what it computes."""
+    import doctest
+
+    f = getattr(ap, name)
+    assert f.__name__ == name and "over the last" in f.__doc__
+    tests = doctest.DocTestFinder().find(f, name, globs={})
+    assert tests and tests[0].examples
+    result = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE).run(tests[0])
+    assert result.failed == 0 and result.attempted >= 2
