@@ -27,6 +27,8 @@ __all__ = [
     "PlanKey",
     "Executor",
     "get_executor",
+    "recall",
+    "remember",
     "clear_cache",
 ]
 
@@ -394,7 +396,34 @@ def get_executor(key: PlanKey, backend: Any) -> Executor:
     return ex
 
 
+#: Executors by the raw arguments (kinds, shapes, dtypes, sizes) of NumPy calls that passed
+#: validation once. Every check of a call depends only on these, so a repeated call skips them
+#: and the plan lookup: the common path of a small call.
+_MEMO: dict[tuple, Executor] = {}
+_MEMO_SIZE = 1024
+
+
+def recall(memo: tuple) -> Executor | None:
+    """The executor :func:`remember` stored for ``memo``, or None."""
+    try:
+        return _MEMO.get(memo)
+    except TypeError:  # an unhashable argument (a list output_size): the checks decide
+        return None
+
+
+def remember(memo: tuple, ex: Executor) -> Executor:
+    """Store ``ex`` as the plan of calls whose raw arguments are ``memo``; return it."""
+    try:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[memo] = ex
+    except TypeError:
+        pass
+    return ex
+
+
 def clear_cache() -> None:
     """Forget every cached executor (frees their workspaces)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+        _MEMO.clear()

@@ -18,7 +18,7 @@ import numpy as np
 from .arguments import OutputSize, check_index_dtype, check_rank, parse_output_size, require
 from .dispatch import backend_for, layer_for
 from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
-from .executors import OPERATORS, Executor, get_executor, plan_key
+from .executors import OPERATORS, Executor, get_executor, plan_key, recall, remember
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -45,6 +45,16 @@ def forward_executor(
 
     A given ``indices_out`` decides the index dtype (``index_dtype`` is then ignored).
     """
+    fast = (
+        type(x) is np.ndarray
+        and _plain_size(output_size)
+        and not any(a is not None for a in outputs.values())
+    )
+    if fast:
+        memo = ("f", op, x.shape, x.dtype, output_size, index_dtype)
+        ex = recall(memo)
+        if ex is not None:
+            return ex
     require(x, "x")
     be = backend_for(x=x, **outputs)
     if outputs.get("indices_out") is not None:
@@ -53,13 +63,37 @@ def forward_executor(
     o = OPERATORS[op]
     check_rank(shape, o.ranks, "x", o.layout)
     out_spatial = parse_output_size(output_size, tuple(shape[-o.spatial :]))
-    return get_executor(plan_key(op, be, shape, dtype, out_spatial, index_dtype), be)
+    ex = get_executor(plan_key(op, be, shape, dtype, out_spatial, index_dtype), be)
+    return remember(memo, ex) if fast else ex
+
+
+def _plain_size(output_size: Any) -> bool:
+    """Whether ``output_size`` is an int or a tuple of ints and None, exactly: values that equal
+    those of other types (``2.0 == 2``, ``True == 1``) must meet the checks, not the memo."""
+    if type(output_size) is int:
+        return True
+    return type(output_size) is tuple and all(
+        type(o) is int or o is None for o in output_size
+    )
 
 
 def backward_executor(
     op: str, grad_output: Any, x: Any, indices: Any = None, **outputs: Any
 ) -> Executor:
     """Validate a backward call (agreement of ``grad_output``, ``x``, ``indices``) and plan it."""
+    fast = (
+        type(grad_output) is np.ndarray
+        and type(x) is np.ndarray
+        and (indices is None or type(indices) is np.ndarray)
+        and not any(a is not None for a in outputs.values())
+    )
+    if fast:
+        memo = ("b", op, grad_output.shape, grad_output.dtype, x.shape, x.dtype) + (
+            () if indices is None else (indices.shape, indices.dtype)
+        )
+        ex = recall(memo)
+        if ex is not None:
+            return ex
     o = OPERATORS[op]
     require(grad_output, "grad_output")
     require(x, "x")
@@ -98,7 +132,9 @@ def backward_executor(
                 argument="indices",
             )
     key = plan_key(op, be, xs, xdt, tuple(int(s) for s in gs[lead:]), index_dtype)
-    return get_executor(key, be)
+    ex = get_executor(key, be)
+    return remember(memo, ex) if fast else ex
+
 
 
 # -- docstrings, written once and filled in per rank ---------------------------------------------
