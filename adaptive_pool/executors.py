@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from . import windows
 from .arguments import MAX_SIZE, check_index_dtype, check_rank, require
 from .dtypes import DTypeSpec, resolve_dtype
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
+from .limits import require_memory
 
 __all__ = [
     "Operator",
@@ -139,9 +140,22 @@ class Executor:
         if self.empty:
             self.tables_host = np.empty(0, np.int64)
         else:
+            self._require_memory(
+                8 * windows.table_size(in3, out3), "the window tables (2 * (I + O) int64 "
+                "entries per axis)", lambda free: f"output sizes up to about "
+                f"{max(0, free // 16 - sum(in3)) // sp} per axis would fit",
+            )
             self.tables_host = windows.build_tables(in3, out3)
         self.workspace_size = int(self.tables_host.nbytes)
         self._tables = backend.tables(self.tables_host) if not self.empty else None
+
+    def _require_memory(self, nbytes: int, what: str, fits: Callable[[int], str]) -> None:
+        """An error naming the argument that sized an allocation too large for the memory."""
+        given = self.key.out_spatial if not self.op.backward else self.y_shape
+        require_memory(
+            nbytes, self.backend.memory_available, what,
+            "grad_output" if self.op.backward else "output_size", given, fits,
+        )
 
     # -- descriptions ------------------------------------------------------------------------
     @property
@@ -195,6 +209,15 @@ class Executor:
 
     def _output(self, out, name, shape, dtype, like, inputs):
         if out is None:
+            if not self.op.backward:  # a backward's result is the size of its input x
+                planes = int(np.prod(self.lead, dtype=np.int64))
+                per_cell = np.dtype(dtype).itemsize
+                self._require_memory(
+                    int(np.prod(shape, dtype=object)) * per_cell,
+                    f"the result ({shape}, {np.dtype(dtype).name})",
+                    lambda free: f"at most about {free // (per_cell * max(planes, 1))} output "
+                    f"elements per (n, c) plane would fit",
+                )
             return self.backend.empty(shape, dtype, like)
         self._check_out(out, name, shape, dtype, inputs)
         return out

@@ -8,6 +8,7 @@ import numba
 import numpy as np
 
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
+from ..limits import host_memory_available
 from . import kernels
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -120,6 +121,9 @@ class CpuBackend:
 
     def copy_into(self, dst: np.ndarray, src: np.ndarray, stream: object = None) -> None:
         np.copyto(dst, src)
+
+    def memory_available(self) -> int | None:
+        return host_memory_available()
 
     # -- workspace ---------------------------------------------------------------------------
     def tables(self, tab: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from numba import cuda
 from ..cpu.backend import BACKEND as _CPU
 from ..dispatch import is_cuda_array
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
+from ..limits import host_memory_available
 from . import kernels
 from .arrays import (
     DeviceView,
@@ -123,6 +124,15 @@ class CudaBackend:
     def writes_through(self, a: object) -> bool:
         """Always: arrays whose strides are not whole elements are refused, not copied."""
         return True
+
+    def memory_available(self) -> int | None:
+        """The least of the host's (tables are built there) and the device's free memory."""
+        host = host_memory_available()
+        try:
+            free, _ = cuda.current_context().get_memory_info()
+        except Exception:  # noqa: BLE001 - the simulator and some drivers cannot say
+            return host
+        return int(free) if host is None else min(host, int(free))
 
     # -- workspace ---------------------------------------------------------------------------
     def tables(self, tab: np.ndarray) -> Any:
