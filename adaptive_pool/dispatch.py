@@ -60,15 +60,33 @@ def cuda_backend() -> Any:
     return BACKEND
 
 
+#: ndarray subclasses whose only difference is where their data lives: read as plain arrays.
+PLAIN_SUBCLASSES = (np.memmap,)
+
+
+def _check_subclass(a: np.ndarray, name: str) -> None:
+    """Refuse ndarray subclasses whose meaning a plain result would drop silently (np.matrix,
+    units, masks handled elsewhere); memory-mapped arrays are plain data."""
+    if type(a) is np.ndarray or isinstance(a, PLAIN_SUBCLASSES):
+        return
+    kind = f"{type(a).__module__}.{type(a).__name__}"
+    raise AdaptivePoolTypeError(
+        f"{name} is a {kind}, a numpy.ndarray subclass whose meaning a plain result would lose; "
+        f"pass numpy.asarray({name}) to pool its data as a plain array",
+        argument=name,
+    )
+
+
 def backend_for(**arrays: object) -> Any:
     """The backend that owns every non-None array in ``arrays`` (keyword = argument name)."""
-    if all(a is None or isinstance(a, np.ndarray) for a in arrays.values()):
+    if all(a is None or type(a) is np.ndarray for a in arrays.values()):
         return CPU  # the common case, without building the report below
     chosen: dict[str, str] = {}
     for name, a in arrays.items():
         if a is None:
             continue
         if isinstance(a, np.ndarray):
+            _check_subclass(a, name)
             chosen[name] = "cpu"
         elif is_cuda_array(a):
             chosen[name] = "cuda"

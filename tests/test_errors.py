@@ -288,3 +288,25 @@ def test_errors_leave_inputs_and_outputs_alone():
     with pytest.raises(AdaptivePoolError):
         avg(x, 2, out=out)  # wrong shape
     assert (out == 5.0).all() and (x == X2).all()
+
+
+# -- ndarray subclasses ---------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["matrix", "masked", "record"])
+def test_ndarray_subclasses_that_carry_meaning_are_refused(kind):
+    if kind == "matrix":
+        a, fn = np.matrix(np.ones((3, 4), F32)), ap.adaptive_avg_pool1d
+    elif kind == "masked":
+        a, fn = np.ma.masked_array(np.ones((2, 3, 4), F32), mask=False), ap.adaptive_avg_pool1d
+    else:
+        a, fn = np.ones((2, 3, 4), F32).view(np.recarray), ap.adaptive_avg_pool1d
+    check(TypeError, "x", fn, a, 2, contains=["subclass", "numpy.asarray(x)"])
+    check(TypeError, "x", ap.adaptive_max_pool1d_backward, np.ones((2, 3, 2), F32), a,
+          np.zeros((2, 3, 2), np.int32))
+
+
+def test_memory_mapped_arrays_are_plain_data(tmp_path):
+    mm = np.memmap(tmp_path / "x.bin", F32, "w+", shape=(2, 3, 9))
+    mm[:] = np.arange(mm.size, dtype=F32).reshape(mm.shape)
+    y = ap.adaptive_avg_pool1d(mm, 4)
+    assert type(y) is np.ndarray
+    np.testing.assert_array_equal(y, ap.adaptive_avg_pool1d(np.asarray(mm), 4))
