@@ -291,6 +291,7 @@ def test_errors_leave_inputs_and_outputs_alone():
 
 
 # -- ndarray subclasses ---------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
 @pytest.mark.parametrize("kind", ["matrix", "masked", "record"])
 def test_ndarray_subclasses_that_carry_meaning_are_refused(kind):
     if kind == "matrix":
