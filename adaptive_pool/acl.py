@@ -134,33 +134,39 @@ def _phase_one(name: str) -> Callable:
     op = OPERATORS[name]
     if not op.backward and not op.max:
 
-        def size(x: Any, output_size: OutputSize, out: Any) -> tuple[int, AclExecutor]:
-            ex = forward_executor(name, x, output_size, out=out)
+        def size(
+            x: Any, output_size: OutputSize, out: Any, *, skipna: bool = False
+        ) -> tuple[int, AclExecutor]:
+            ex = forward_executor(name, x, output_size, skipna=skipna, out=out)
             return _bind(ex, x=x, out=out)
 
     elif not op.backward:
 
         def size(
-            x: Any, output_size: OutputSize, out: Any, indices_out: Any
+            x: Any, output_size: OutputSize, out: Any, indices_out: Any, *, skipna: bool = False
         ) -> tuple[int, AclExecutor]:
             require(x, "x")
             require(indices_out, "indices_out")  # it decides the index dtype
-            ex = forward_executor(name, x, output_size, out=out, indices_out=indices_out)
+            ex = forward_executor(
+                name, x, output_size, skipna=skipna, out=out, indices_out=indices_out
+            )
             return _bind(ex, x=x, out=out, indices_out=indices_out)
 
     elif not op.max:
 
-        def size(grad_output: Any, x: Any, out: Any) -> tuple[int, AclExecutor]:
-            ex = backward_executor(name, grad_output, x, out=out)
+        def size(
+            grad_output: Any, x: Any, out: Any, *, skipna: bool = False
+        ) -> tuple[int, AclExecutor]:
+            ex = backward_executor(name, grad_output, x, skipna=skipna, out=out)
             return _bind(ex, grad_output=grad_output, x=x, out=out)
 
     else:
 
         def size(
-            grad_output: Any, x: Any, indices: Any, grad_input: Any
+            grad_output: Any, x: Any, indices: Any, grad_input: Any, *, skipna: bool = False
         ) -> tuple[int, AclExecutor]:
             require(grad_input, "grad_input")
-            ex = backward_executor(name, grad_output, x, indices, out=grad_input)
+            ex = backward_executor(name, grad_output, x, indices, skipna, out=grad_input)
             return _bind(ex, grad_output=grad_output, x=x, indices=indices, out=grad_input)
 
     size.__name__ = size.__qualname__ = f"{name}_get_workspace_size"
@@ -168,7 +174,7 @@ def _phase_one(name: str) -> Callable:
 
     Validates every argument as :func:`adaptive_pool.{name}` does (outputs included), and
     returns the size of the workspace (the window tables) with an executor bound to the arrays,
-    for :func:`{name}`.
+    for :func:`{name}`. ``skipna`` (keyword only, not in CANN) is the functions' own.
     """
     return size
 

@@ -95,6 +95,7 @@ class PlanKey:
     out_spatial: tuple[int, ...]
     dtype: np.dtype
     index_dtype: Optional[np.dtype] = None
+    skipna: bool = False
 
 
 class Executor:
@@ -126,6 +127,7 @@ class Executor:
         self.backend = backend
         self.spec: DTypeSpec = resolve_dtype(key.dtype, "x")
         self.index_dtype = key.index_dtype
+        self.skipna = key.skipna
         sp = self.op.spatial
         self.x_shape = key.x_shape
         self.lead = key.x_shape[:-sp]
@@ -236,6 +238,10 @@ class Executor:
     def _view(self, a: Any, storage: np.dtype | None = None) -> Any:
         return self.backend.view5(a, storage, self.batched, self.op.spatial)
 
+    def _skipna(self) -> dict[str, bool]:
+        """The keyword that asks a backend's forward to skip NaN (only passed when asked)."""
+        return {"skipna": True} if self.skipna else {}
+
     def _tables_for(self, workspace: Any) -> Any:
         if workspace is None:
             return self._tables
@@ -294,17 +300,23 @@ class Executor:
                     it = self._direct(idx, x)
                     be.max_pool(
                         self._view(x, st), self._view(yt, st), self._view(it), tab, self.dims,
-                        stream,
+                        stream, **self._skipna(),
                     )
                     self._finish(idx, it, stream)
                 else:
-                    be.avg_pool(self._view(x, st), self._view(yt, st), tab, self.dims, stream)
+                    be.avg_pool(
+                        self._view(x, st), self._view(yt, st), tab, self.dims, stream,
+                        **self._skipna(),
+                    )
                 self._finish(y, yt, stream)
             return (y, idx) if self.op.max else y
 
         self._check(grad_output, "grad_output", self.y_shape, dt)
         inputs = {"grad_output": grad_output}
-        if x is not None:  # only its shape is used, but it is an input all the same
+        reads_x = self.skipna and not self.op.max  # which inputs are NaN decides the counts
+        if reads_x:
+            self._check(x, "x", self.x_shape, dt)
+        if x is not None:  # otherwise only its shape is used, but it is an input all the same
             inputs["x"] = x
         if self.op.max:
             self._check(indices, "indices", self.y_shape, self.index_dtype)
@@ -333,7 +345,8 @@ class Executor:
                     argument="indices",
                 )
         else:
-            be.avg_pool_backward(go5, gi5, tab, self.dims, stream)
+            skip = {"skipna": True, "x": self._view(x, st)} if reads_x else {}
+            be.avg_pool_backward(go5, gi5, tab, self.dims, stream, **skip)
         self._finish(gi, git, stream)
         return gi
 
@@ -355,26 +368,30 @@ def plan_key(
     out_spatial: tuple[int, ...],
     index_dtype: Any = None,
     x_name: str = "x",
+    skipna: Any = False,
 ) -> PlanKey:
     """Validate the plan-level facts (rank, sizes, dtypes) and return the executor's key.
 
     Facts that passed once are remembered: a repeated call skips the checks (tens of
     microseconds, a large part of a small call).
     """
-    raw = (op, backend.name, tuple(x_shape), x_dtype, out_spatial, index_dtype, x_name)
+    raw = (op, backend.name, tuple(x_shape), x_dtype, out_spatial, index_dtype, x_name,
+           type(skipna), skipna)
     try:
         key = _KEYS.get(raw)
     except TypeError:  # an unhashable argument: it will fail the checks below
-        return _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name)
+        return _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name, skipna)
     if key is None:
-        key = _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name)
+        key = _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name, skipna)
         if len(_KEYS) >= _KEYS_SIZE:
             _KEYS.clear()
         _KEYS[raw] = key
     return key
 
 
-def _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name) -> PlanKey:
+def _plan_key(
+    op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name, skipna
+) -> PlanKey:
     op_ = OPERATORS[op]
     check_rank(x_shape, op_.ranks, x_name, op_.layout)
     in_spatial = x_shape[-op_.spatial :]
@@ -401,7 +418,16 @@ def _plan_key(op, backend, x_shape, x_dtype, out_spatial, index_dtype, x_name) -
                 f"(2**31 - 1); use {fix}",
                 argument=idx_name,
             )
-    return PlanKey(op, backend.name, tuple(int(s) for s in x_shape), out_spatial, spec.dtype, idx)
+    if type(skipna) not in (bool, np.bool_):
+        raise AdaptivePoolTypeError(
+            f"skipna must be True or False, got {skipna!r} ({type(skipna).__name__})",
+            argument="skipna",
+        )
+    # the max backward adds where the indices say, NaN or not: skipna changes nothing there
+    skip = bool(skipna) and not (op_.max and op_.backward)
+    return PlanKey(
+        op, backend.name, tuple(int(s) for s in x_shape), out_spatial, spec.dtype, idx, skip
+    )
 
 
 def get_executor(key: PlanKey, backend: Any) -> Executor:

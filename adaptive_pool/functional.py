@@ -39,7 +39,12 @@ __all__ = [
 
 
 def forward_executor(
-    op: str, x: Any, output_size: OutputSize, index_dtype: Any = None, **outputs: Any
+    op: str,
+    x: Any,
+    output_size: OutputSize,
+    index_dtype: Any = None,
+    skipna: Any = False,
+    **outputs: Any,
 ) -> Executor:
     """Validate a forward call and return its (cached) executor.
 
@@ -51,7 +56,7 @@ def forward_executor(
         and not any(a is not None for a in outputs.values())
     )
     if fast:
-        memo = ("f", op, x.shape, x.dtype, output_size, index_dtype)
+        memo = ("f", op, x.shape, x.dtype, output_size, index_dtype, type(skipna), skipna)
         ex = recall(memo)
         if ex is not None:
             return ex
@@ -63,7 +68,8 @@ def forward_executor(
     o = OPERATORS[op]
     check_rank(shape, o.ranks, "x", o.layout)
     out_spatial = parse_output_size(output_size, tuple(shape[-o.spatial :]))
-    ex = get_executor(plan_key(op, be, shape, dtype, out_spatial, index_dtype), be)
+    key = plan_key(op, be, shape, dtype, out_spatial, index_dtype, skipna=skipna)
+    ex = get_executor(key, be)
     return remember(memo, ex) if fast else ex
 
 
@@ -78,7 +84,7 @@ def _plain_size(output_size: Any) -> bool:
 
 
 def backward_executor(
-    op: str, grad_output: Any, x: Any, indices: Any = None, **outputs: Any
+    op: str, grad_output: Any, x: Any, indices: Any = None, skipna: Any = False, **outputs: Any
 ) -> Executor:
     """Validate a backward call (agreement of ``grad_output``, ``x``, ``indices``) and plan it."""
     fast = (
@@ -88,7 +94,8 @@ def backward_executor(
         and not any(a is not None for a in outputs.values())
     )
     if fast:
-        memo = ("b", op, grad_output.shape, grad_output.dtype, x.shape, x.dtype) + (
+        memo = ("b", op, grad_output.shape, grad_output.dtype, x.shape, x.dtype, type(skipna),
+                skipna) + (
             () if indices is None else (indices.shape, indices.dtype)
         )
         ex = recall(memo)
@@ -131,7 +138,7 @@ def backward_executor(
                 f"indices must have grad_output's shape {tuple(gs)}, got {tuple(ishape)}",
                 argument="indices",
             )
-    key = plan_key(op, be, xs, xdt, tuple(int(s) for s in gs[lead:]), index_dtype)
+    key = plan_key(op, be, xs, xdt, tuple(int(s) for s in gs[lead:]), index_dtype, skipna=skipna)
     ex = get_executor(key, be)
     return remember(memo, ex) if fast else ex
 
@@ -155,6 +162,8 @@ _AVG_DOC = """Adaptive average pooling over {last}.
     ----------
     {arrays}
     {output_size}
+    skipna : bool, default False
+        Skip NaN: each window's mean over its non-NaN elements (NaN where there are none).
     out : array, optional
         Where to write the result (may be strided; must not overlap ``x``).
     {stream}
@@ -178,6 +187,8 @@ _MAX_DOC = """Adaptive max pooling over {last}, with the argmax indices.
     ----------
     {arrays}
     {output_size}
+    skipna : bool, default False
+        Skip NaN: NaN never wins; a window of NaN only gives NaN and its first element's index.
     index_dtype : numpy dtype, default int32
         int32 (CANN) or int64 (PyTorch). Ignored when ``indices_out`` is given.
     out, indices_out : array, optional
@@ -206,7 +217,10 @@ _AVG_BACKWARD_DOC = """Gradient of :func:`{forward}` with respect to its input.
     grad_output : array, shape (..., {outs})
         Gradient of the forward output; same rank, N, C and dtype as ``x``.
     x : array, shape {layout}
-        The forward input (only its shape and dtype are used).
+        The forward input (only its shape and dtype are used, and its NaN with ``skipna``).
+    skipna : bool, default False
+        The gradient of the NaN-skipping forward: NaN inputs get 0, the others divide by their
+        windows' counts of non-NaN elements.
     out : array, optional
         Where to write ``grad_input``.
     {stream}
@@ -229,6 +243,8 @@ _MAX_BACKWARD_DOC = """Gradient of :func:`{forward}` with respect to its input.
     indices : array of int32 or int64, shape of ``grad_output``
         The forward's indices, flat offsets ``{flat}``. Each must lie inside its own window,
         else :class:`~adaptive_pool.AdaptivePoolIndexError` (an ``IndexError``) naming it.
+    skipna : bool, default False
+        Accepted for symmetry with the forward; the indices alone decide the gradient.
     out : array, optional
         Where to write ``grad_input``.
     {stream}
@@ -270,11 +286,19 @@ def _document(f: Callable, name: str, template: str) -> Callable:
 
 
 def _avg(name: str) -> Callable:
-    def pool(x: Any, output_size: OutputSize, *, out: Any = None, stream: Any = None) -> Any:
+    def pool(
+        x: Any,
+        output_size: OutputSize,
+        *,
+        skipna: bool = False,
+        out: Any = None,
+        stream: Any = None,
+    ) -> Any:
         layer = layer_for(x, out)
         if layer is not None:
-            return layer.run(name, x, output_size, out=out, stream=stream)
-        return forward_executor(name, x, output_size, out=out).run(x, out=out, stream=stream)
+            return layer.run(name, x, output_size, skipna=skipna, out=out, stream=stream)
+        ex = forward_executor(name, x, output_size, skipna=skipna, out=out)
+        return ex.run(x, out=out, stream=stream)
 
     return _document(pool, name, _AVG_DOC)
 
@@ -284,6 +308,7 @@ def _max(name: str) -> Callable:
         x: Any,
         output_size: OutputSize,
         *,
+        skipna: bool = False,
         index_dtype: Any = np.int32,
         out: Any = None,
         indices_out: Any = None,
@@ -292,21 +317,25 @@ def _max(name: str) -> Callable:
         layer = layer_for(x, out, indices_out)
         if layer is not None:
             return layer.run(
-                name, x, output_size, index_dtype=index_dtype, out=out, indices_out=indices_out,
-                stream=stream,
+                name, x, output_size, skipna=skipna, index_dtype=index_dtype, out=out,
+                indices_out=indices_out, stream=stream,
             )
-        ex = forward_executor(name, x, output_size, index_dtype, out=out, indices_out=indices_out)
+        ex = forward_executor(
+            name, x, output_size, index_dtype, skipna, out=out, indices_out=indices_out
+        )
         return ex.run(x, out=out, indices_out=indices_out, stream=stream)
 
     return _document(pool, name, _MAX_DOC)
 
 
 def _avg_backward(name: str) -> Callable:
-    def backward(grad_output: Any, x: Any, *, out: Any = None, stream: Any = None) -> Any:
+    def backward(
+        grad_output: Any, x: Any, *, skipna: bool = False, out: Any = None, stream: Any = None
+    ) -> Any:
         layer = layer_for(grad_output, x, out)
         if layer is not None:
-            return layer.run(name, grad_output, x, out=out, stream=stream)
-        ex = backward_executor(name, grad_output, x, out=out)
+            return layer.run(name, grad_output, x, skipna=skipna, out=out, stream=stream)
+        ex = backward_executor(name, grad_output, x, skipna=skipna, out=out)
         return ex.run(x, grad_output=grad_output, out=out, stream=stream)
 
     return _document(backward, name, _AVG_BACKWARD_DOC)
@@ -314,12 +343,18 @@ def _avg_backward(name: str) -> Callable:
 
 def _max_backward(name: str) -> Callable:
     def backward(
-        grad_output: Any, x: Any, indices: Any, *, out: Any = None, stream: Any = None
+        grad_output: Any,
+        x: Any,
+        indices: Any,
+        *,
+        skipna: bool = False,
+        out: Any = None,
+        stream: Any = None,
     ) -> Any:
         layer = layer_for(grad_output, x, indices, out)
         if layer is not None:
-            return layer.run(name, grad_output, x, indices, out=out, stream=stream)
-        ex = backward_executor(name, grad_output, x, indices, out=out)
+            return layer.run(name, grad_output, x, indices, skipna=skipna, out=out, stream=stream)
+        ex = backward_executor(name, grad_output, x, indices, skipna, out=out)
         return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
 
     return _document(backward, name, _MAX_BACKWARD_DOC)
