@@ -43,10 +43,12 @@ def is_cuda_array(a: object) -> bool:
 
 def layer_for(*arrays: object) -> Any:
     """The integration layer (a module with ``run(name, *args, **kwargs)``) that owns the first
-    array of a library in :data:`LAYERS`, or None for NumPy and CUDA arrays."""
+    array of a library in :data:`LAYERS` or masked array, or None for NumPy and CUDA arrays."""
     for a in arrays:
         if a is None or type(a) is np.ndarray:
             continue
+        if isinstance(a, np.ma.MaskedArray):
+            return importlib.import_module("adaptive_pool.masked")
         root = type(a).__module__.partition(".")[0]
         if root in LAYERS:
             return importlib.import_module(LAYERS[root])
@@ -66,7 +68,8 @@ PLAIN_SUBCLASSES = (np.memmap,)
 
 def _check_subclass(a: np.ndarray, name: str) -> None:
     """Refuse ndarray subclasses whose meaning a plain result would drop silently (np.matrix,
-    units, masks handled elsewhere); memory-mapped arrays are plain data."""
+    record arrays; masked arrays have a layer of their own); memory-mapped arrays are plain
+    data."""
     if type(a) is np.ndarray or isinstance(a, PLAIN_SUBCLASSES):
         return
     kind = f"{type(a).__module__}.{type(a).__name__}"
