@@ -61,8 +61,9 @@ def _cells(in_spatial, out_spatial):
         yield tuple(o for o, _ in combo), tuple(s for _, s in combo)
 
 
-def avg_pool(x: np.ndarray, output_size, rank: int) -> np.ndarray:
-    """Adaptive average pooling over the last ``rank`` axes; float64 result (not rounded)."""
+def avg_pool(x: np.ndarray, output_size, rank: int, skipna: bool = False) -> np.ndarray:
+    """Adaptive average pooling over the last ``rank`` axes; float64 result (not rounded).
+    With ``skipna``: ``np.nanmean`` of each window (NaN where a window has no number)."""
     x64 = to_f64(x)
     in_sp = x64.shape[-rank:]
     out_sp = resolve_output_size(output_size, in_sp)
@@ -71,17 +72,29 @@ def avg_pool(x: np.ndarray, output_size, rank: int) -> np.ndarray:
     for o, win in _cells(in_sp, out_sp):
         cells = x64[(Ellipsis,) + win]
         count = math.prod(s.stop - s.start for s in win)
-        y[(Ellipsis,) + o] = cells.reshape(lead + (count,)).sum(-1) / count
+        flat = cells.reshape(lead + (count,))
+        if skipna:
+            valid = ~np.isnan(flat)
+            n = valid.sum(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                y[(Ellipsis,) + o] = np.where(valid, flat, 0).sum(-1) / n
+        else:
+            y[(Ellipsis,) + o] = flat.sum(-1) / count
     return y
 
 
-def max_pool(x: np.ndarray, output_size, rank: int) -> tuple[np.ndarray, np.ndarray]:
+def max_pool(
+    x: np.ndarray, output_size, rank: int, skipna: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Adaptive max pooling over the last ``rank`` axes: (values as float64, int64 indices).
 
     The literal scan of the contract: each window in C order (d, h, w) from -inf with the index
     of its first element, taking ``v`` when ``v > best or isnan(v)``; an index is the flat
-    offset of the element inside its ``(n, c)`` plane.
+    offset of the element inside its ``(n, c)`` plane. With ``skipna``: ``np.nanmax`` and
+    ``np.nanargmax`` of the window (NaN and the first element's index when it has no number).
     """
+    if skipna:
+        return _nanmax_pool(x, output_size, rank)
     x64 = to_f64(x)
     in_sp = x64.shape[-rank:]
     out_sp = resolve_output_size(output_size, in_sp)
@@ -105,15 +118,85 @@ def max_pool(x: np.ndarray, output_size, rank: int) -> tuple[np.ndarray, np.ndar
     return y.reshape(lead + out_sp), ind.reshape(lead + out_sp)
 
 
+def lane_sum(values, acc_dtype, skipna: bool = False) -> np.generic:
+    """The contract's summation order, literally: element k into lane ``k % 32`` (each lane from
+    +0.0, in ascending k), then lane i += lane i + 16, + 8, + 4, + 2, + 1; in ``acc_dtype``.
+    With ``skipna`` a NaN element is not added (its position k still counts)."""
+    acc = np.dtype(acc_dtype).type
+    lanes = [acc(0.0)] * 32
+    for k, v in enumerate(values):
+        if not (skipna and math.isnan(v)):
+            lanes[k % 32] = acc(lanes[k % 32] + acc(v))
+    half = 16
+    while half >= 1:
+        for i in range(half):
+            lanes[i] = acc(lanes[i] + lanes[i + half])
+        half //= 2
+    return lanes[0]
+
+
+def avg_pool_in_order(x: np.ndarray, output_size, rank: int, skipna: bool = False) -> np.ndarray:
+    """The average exactly as the contract orders it, rounded once to ``x.dtype``: lane sums
+    of each window's elements in C order, in float32 (float64 for float64), divided by the
+    volume or, with ``skipna``, the number of non-NaN elements. Bits to compare with the
+    kernels' (slow: tiny shapes)."""
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    xa = np.asarray(x).astype(acc)
+    in_sp = xa.shape[-rank:]
+    out_sp = resolve_output_size(output_size, in_sp)
+    lead = xa.shape[:-rank]
+    planes = xa.reshape((-1,) + in_sp)
+    y = np.zeros((planes.shape[0],) + out_sp, acc)
+    for p in range(planes.shape[0]):
+        for o, win in _cells(in_sp, out_sp):
+            vals = planes[p][win].ravel()
+            count = int((~np.isnan(vals)).sum()) if skipna else len(vals)
+            total = lane_sum(vals, acc, skipna)
+            y[(p,) + o] = acc(total / acc(count)) if count else acc(np.nan)
+    return y.reshape(lead + out_sp).astype(x.dtype)
+
+
+def _nanmax_pool(x, output_size, rank):
+    x64 = to_f64(x)
+    in_sp = x64.shape[-rank:]
+    out_sp = resolve_output_size(output_size, in_sp)
+    lead = x64.shape[:-rank]
+    planes = x64.reshape((-1,) + in_sp)
+    y = np.full((planes.shape[0],) + out_sp, np.nan)
+    ind = np.zeros((planes.shape[0],) + out_sp, np.int64)
+    for p in range(planes.shape[0]):
+        for o, win in _cells(in_sp, out_sp):
+            vals = planes[p][win].ravel()
+            at = 0 if np.isnan(vals).all() else int(np.nanargmax(vals))
+            pos = np.unravel_index(at, tuple(s.stop - s.start for s in win))
+            y[(p,) + o] = vals[at]
+            ind[(p,) + o] = np.ravel_multi_index(
+                tuple(s.start + q for s, q in zip(win, pos)), in_sp
+            )
+    return y.reshape(lead + out_sp), ind.reshape(lead + out_sp)
+
+
 # -- backward -----------------------------------------------------------------------------------
-def avg_pool_backward(grad_output: np.ndarray, x_shape: tuple[int, ...], rank: int) -> np.ndarray:
-    """Scatter ``grad_output[o] / volume(o)`` over each window; float64 result."""
+def avg_pool_backward(
+    grad_output: np.ndarray, x_shape: tuple[int, ...], rank: int, x: np.ndarray | None = None
+) -> np.ndarray:
+    """Scatter ``grad_output[o] / volume(o)`` over each window; float64 result. Given ``x``
+    (the NaN-skipping average's gradient): ``grad_output[o] / count(o)`` over the window's
+    non-NaN elements only, ``count`` being how many there are."""
     g = to_f64(grad_output)
     in_sp = tuple(x_shape[-rank:])
     gi = np.zeros(x_shape, np.float64)
+    valid = None if x is None else ~np.isnan(to_f64(x))
     for o, win in _cells(in_sp, g.shape[-rank:]):
-        count = math.prod(s.stop - s.start for s in win)
-        gi[(Ellipsis,) + win] += (g[(Ellipsis,) + o] / count)[(Ellipsis,) + (None,) * rank]
+        at = (Ellipsis,) + win
+        if valid is None:
+            count = math.prod(s.stop - s.start for s in win)
+            gi[at] += (g[(Ellipsis,) + o] / count)[(Ellipsis,) + (None,) * rank]
+        else:
+            count = valid[at].reshape(valid.shape[:-rank] + (-1,)).sum(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = (g[(Ellipsis,) + o] / count)[(Ellipsis,) + (None,) * rank]
+            gi[at] += np.where(valid[at], share, 0.0)
     return gi
 
 

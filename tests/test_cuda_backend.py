@@ -191,6 +191,31 @@ def test_the_family(dtype, rank, shape, out):
     assert_bitwise(backward(dev(go), dev(x), ind), backward(go, x, ind_cpu))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "rank, shape, out", FAMILY_CASES, ids=[f"{r}d-{s}->{o}" for r, s, o in FAMILY_CASES]
+)
+def test_the_family_skipping_nan(dtype, rank, shape, out):
+    """skipna=True: the contract's lane order bit for bit, and the CPU's bits."""
+    import reference as ref
+
+    x = data(shape, dtype, seed=7, special=True)
+    x.reshape(-1)[::3] = np.nan
+    avg, mx = (getattr(ap, f"adaptive_{k}_pool{rank}d") for k in ("avg", "max"))
+    y = avg(dev(x), out, skipna=True)
+    assert_bitwise(y, ref.avg_pool_in_order(x, out, rank, skipna=True))
+    assert_bitwise(y, avg(x, out, skipna=True))
+    go = data(host(y).shape, dtype, seed=8)
+    backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    assert_bitwise(backward(dev(go), dev(x), skipna=True), backward(go, x, skipna=True))
+    ym, ind = mx(dev(x), out, skipna=True)
+    ym_cpu, ind_cpu = mx(x, out, skipna=True)
+    assert_bitwise(ym, ym_cpu)
+    assert_bitwise(ind, ind_cpu)
+    want_y, want_i = ref.max_pool(x, out, rank, skipna=True)
+    np.testing.assert_array_equal(host(ind), want_i)
+
+
 # -- layouts -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, bfloat16], ids=["f32", "bf16"])
 def test_strided_inputs_and_outputs(dtype):

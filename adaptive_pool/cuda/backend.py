@@ -70,6 +70,7 @@ class CudaBackend:
     def __init__(self) -> None:
         self._max_blocks: int | None = None
         self._local = threading.local()
+        self._empty_counts: Any = None
 
     # -- arrays ------------------------------------------------------------------------------
     def owns(self, a: object) -> bool:
@@ -210,32 +211,47 @@ class CudaBackend:
     def _dims(dims) -> tuple[int, ...]:
         return tuple(int(d) for d in dims)
 
-    def avg_pool(self, x, y, tab, dims, stream=None) -> None:
+    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False) -> None:
         s = resolve_stream(stream, x, y)
         xf, xg = flat(x, "x")
         yf, yg = flat(y, "out")
         dims = self._dims(dims)
         n, c, _, _, _, od, oh, ow = dims
-        k = kernels.kernels_for(x.dtype).avg_pool
+        k = kernels.kernels_for(x.dtype, skipna).avg_pool
         self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, self._tab(tab, s), dims)
 
-    def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
+    def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
+        """The gather; with ``skipna`` the counts of each window's non-NaN elements of ``x``
+        are computed first (a temporary of one int64 per output cell)."""
         s = resolve_stream(stream, go, gi)
         gf, gg = flat(go, "grad_output")
         if_, ig = flat(gi, "out")
         dims = self._dims(dims)
-        n, c, d, h, w = dims[:5]
-        k = kernels.kernels_for(go.dtype).avg_pool_backward
-        self._launch(k, n * c * d * h * w, s, gf, gg, if_, ig, self._tab(tab, s), dims)
+        n, c, d, h, w, od, oh, ow = dims
+        ks = kernels.kernels_for(go.dtype, skipna)
+        t = self._tab(tab, s)
+        if skipna:
+            xf, xg = flat(x, "x")
+            cnt = cuda.device_array(n * c * od * oh * ow, np.int64, stream=s)
+            self._launch(ks.count_valid, cnt.size, s, xf, xg, cnt, t, dims)
+        else:
+            xf, xg, cnt = gf, gg, self._no_counts()  # unread without skipna
+        self._launch(ks.avg_pool_backward, n * c * d * h * w, s, gf, gg, if_, ig, t, dims, xf, xg,
+                     cnt)
 
-    def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
+    def _no_counts(self) -> Any:
+        if self._empty_counts is None:
+            self._empty_counts = cuda.device_array(1, np.int64)
+        return self._empty_counts
+
+    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         s = resolve_stream(stream, x, y, ind)
         xf, xg = flat(x, "x")
         yf, yg = flat(y, "out")
         jf, jg = flat(ind, "indices_out")
         dims = self._dims(dims)
         n, c, _, _, _, od, oh, ow = dims
-        k = kernels.kernels_for(x.dtype).max_pool
+        k = kernels.kernels_for(x.dtype, skipna).max_pool
         self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, jf, jg, self._tab(tab, s), dims)
 
     def _first_bad_index(self, ind, tab, dims, stream=None) -> int:

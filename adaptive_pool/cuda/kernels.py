@@ -11,9 +11,12 @@ Threads: forwards run one thread per output element, backwards one thread per *i
 grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in 64 bits). No atomics except the
 index check's error flag, no zero-fill pass.
 
-Bitwise equality with the CPU: the sums run in the CPU kernels' order (w innermost, then h, then
-d, each level from +0.0), divide by the integer window volume converted to the accumulation type,
-and round once through the same codecs. The CPU kernels reach the codecs through
+Bitwise equality with the CPU: an average sums its window in the lane order of the contract
+(element k of the window's flattened (d, h, w) order goes into lane ``k % 32``, each lane from
++0.0 in ascending k, then the lanes are combined by halving: lane i += lane i + 16, then + 8, 4,
+2, 1), divides by the integer window volume (or count of non-NaN elements) converted to the
+accumulation type, and rounds once through the same codecs; a backward adds its covering output
+cells in ascending order. The CPU kernels reach the codecs through
 ``numba.extending.overload`` (``cpu/access.py``), which numba-cuda cannot compile without a
 driver; here :func:`_make_kernels` binds ``decode``, ``encode`` and the accumulation type into the
 one body per algorithm as closure constants, once per storage dtype (:func:`kernels_for`).
@@ -63,72 +66,137 @@ def _split(t, C, A, B, E):
     return n, p - n * C, a, b, e
 
 
+#: Lanes of the average's summation order (a warp's width).
+LANES = 32
+
+
+@cuda.jit(device=True)
+def _combine_lanes(lanes, filled):
+    """Lane 0 after the halving steps (lane i += lane i + 16, + 8, + 4, + 2, + 1).
+
+    Only the first ``filled`` lanes were written; the others hold +0.0, and adding +0.0 changes
+    no lane (a lane is never -0.0: it starts at +0.0), so the steps skip them.
+    """
+    m = min(filled, LANES)
+    half = LANES // 2
+    while half >= 1:
+        if m > half:
+            for i in range(m - half):
+                lanes[i] += lanes[i + half]
+            m = half
+        half //= 2
+    return lanes[0]
+
+
 class KernelSet(NamedTuple):
-    """The data kernels of one storage dtype."""
+    """The data kernels of one storage dtype (and one ``skipna``)."""
 
     avg_pool: object
     avg_pool_backward: object
     max_pool: object
     max_pool_backward: object
+    count_valid: object
 
 
-def _make_kernels(decode, encode, acc_t) -> KernelSet:
+def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
     """Instantiate the kernel bodies for one storage dtype.
 
     ``decode(stored) -> number`` reads an element, ``acc_t`` is the accumulation type (float32 or
-    float64) and ``encode(acc_t) -> stored`` rounds once on the way out.
+    float64) and ``encode(acc_t) -> stored`` rounds once on the way out. With ``skipna`` (a
+    compile-time constant) averages skip NaN and divide by the count of the others, and NaN
+    never wins a maximum.
     """
 
     @cuda.jit
     def avg_pool(x, xg, y, yg, tab, dims):
-        """``y[o] = sum(x[window(o)]) / volume(o)``; one thread per output element."""
+        """``y[o] = sum(x[window(o)]) / volume(o)`` in the lane order; a thread per output."""
         N, C, D, H, W, OD, OH, OW = dims
         sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
+        lanes = cuda.local.array(LANES, acc_t)
         for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
             n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             w0, w1 = tab[sw + ow], tab[ew + ow]
             xb = x0 + n * xn + c * xc
-            s = acc_t(0)
+            for i in range(LANES):
+                lanes[i] = acc_t(0)
+            k = 0
+            count = 0
             for d in range(d0, d1):
-                sdh = acc_t(0)
                 for h in range(h0, h1):
-                    sdw = acc_t(0)
                     b = xb + d * xd + h * xh
                     for w in range(w0, w1):
-                        sdw += acc_t(decode(x[b + w * xw]))
-                    sdh += sdw
-                s += sdh
-            vol = acc_t((d1 - d0) * (h1 - h0) * (w1 - w0))
-            y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(acc_t(s / vol))
+                        v = acc_t(decode(x[b + w * xw]))
+                        if not skipna or v == v:
+                            lanes[k % LANES] += v
+                            count += 1
+                        k += 1
+            s = _combine_lanes(lanes, k)
+            # k is the volume; with skipna an all-NaN window divides 0 by 0: NaN
+            y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(acc_t(s / acc_t(count)))
 
     @cuda.jit
-    def avg_pool_backward(go, gog, gi, gig, tab, dims):
-        """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``; a thread per input."""
+    def count_valid(x, xg, cnt, tab, dims):
+        """``cnt[o]`` = how many elements of window ``o`` are not NaN (C order of outputs)."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+        x0, xn, xc, xd, xh, xw = xg
+        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+            xb = x0 + n * xn + c * xc
+            count = 0
+            for d in range(tab[sd + od], tab[ed + od]):
+                for h in range(tab[sh + oh], tab[eh + oh]):
+                    b = xb + d * xd + h * xh
+                    for w in range(tab[sw + ow], tab[ew + ow]):
+                        v = acc_t(decode(x[b + w * xw]))
+                        if v == v:
+                            count += 1
+            cnt[t] = count
+
+    @cuda.jit
+    def avg_pool_backward(go, gog, gi, gig, tab, dims, x, xg, cnt):
+        """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``; a thread per input.
+
+        With ``skipna``: NaN inputs get 0 and the others divide by ``cnt[o]``, the count of
+        window ``o``'s non-NaN elements (``x``, ``cnt`` are unused otherwise).
+        """
         N, C, D, H, W, OD, OH, OW = dims
         sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
         g0, gn, gc, gd, gh, gw = gog
         i0, in_, ic, id_, ih_, iw_ = gig
+        x0, xn, xc, xd, xh, xw = xg
         for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
             n, c, d, h, w = _split(t, C, D, H, W)
             gb = g0 + n * gn + c * gc
+            cb = (n * C + c) * OD
             ow0, ow1 = tab[lw + w], tab[hw + w]
             s = acc_t(0)
-            for od in range(tab[ld + d], tab[hd + d]):
-                vd = tab[ed + od] - tab[sd + od]
-                sh_ = acc_t(0)
-                for oh in range(tab[lh + h], tab[hh + h]):
-                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                    b = gb + od * gd + oh * gh
-                    sw_ = acc_t(0)
-                    for ow in range(ow0, ow1):
-                        vol = acc_t(vdh * (tab[ew + ow] - tab[sw + ow]))
-                        sw_ += acc_t(acc_t(decode(go[b + ow * gw])) / vol)
-                    sh_ += sw_
-                s += sh_
+            if skipna:
+                v = acc_t(decode(x[x0 + n * xn + c * xc + d * xd + h * xh + w * xw]))
+                nan = v != v
+            else:
+                nan = False
+            if not nan:
+                for od in range(tab[ld + d], tab[hd + d]):
+                    vd = tab[ed + od] - tab[sd + od]
+                    sh_ = acc_t(0)
+                    for oh in range(tab[lh + h], tab[hh + h]):
+                        vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                        b = gb + od * gd + oh * gh
+                        cr = ((cb + od) * OH + oh) * OW
+                        sw_ = acc_t(0)
+                        for ow in range(ow0, ow1):
+                            if skipna:
+                                vol = acc_t(cnt[cr + ow])
+                            else:
+                                vol = acc_t(vdh * (tab[ew + ow] - tab[sw + ow]))
+                            sw_ += acc_t(acc_t(decode(go[b + ow * gw])) / vol)
+                        sh_ += sw_
+                    s += sh_
             gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
 
     @cuda.jit
@@ -136,7 +204,8 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
         """Max of each window and its flat in-plane index; one thread per output element.
 
         Scan in d, h, w order from -inf with the window's first index; take ``v`` when
-        ``v > best or v != v``. The stored value is copied as is (no re-encoding).
+        ``v > best or v != v`` (with ``skipna``: when ``v > best``, or ``v`` is the first
+        number). The stored value is copied as is (no re-encoding).
         """
         N, C, D, H, W, OD, OH, OW = dims
         sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -152,16 +221,22 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
             best = acc_t(-np.inf)
             bpos = xb + d0 * xd + h0 * xh + w0 * xw
             bk = (d0 * H + h0) * W + w0
+            seen = False  # skipna: a number was seen (the first one wins, even -inf)
             for d in range(d0, d1):
                 for h in range(h0, h1):
                     b = xb + d * xd + h * xh
                     kb = (d * H + h) * W
                     for w in range(w0, w1):
                         v = acc_t(decode(x[b + w * xw]))
-                        if v > best or v != v:
+                        if skipna:
+                            take = v > best or (not seen and v == v)
+                        else:
+                            take = v > best or v != v
+                        if take:
                             best = v
                             bpos = b + w * xw
                             bk = kb + w
+                            seen = True
             y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = x[bpos]
             ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw] = bk
 
@@ -193,7 +268,7 @@ def _make_kernels(decode, encode, acc_t) -> KernelSet:
                             s += acc_t(decode(go[gr + ow * gw]))
             gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
 
-    return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward)
+    return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid)
 
 
 @cuda.jit
@@ -230,17 +305,18 @@ STORAGE_DTYPES = {
     np.dtype(np.int16): (bf16_decode, bf16_encode, np.float32),  # bfloat16 bits
 }
 
-_SETS: dict[np.dtype, KernelSet] = {}
+_SETS: dict[tuple[np.dtype, bool], KernelSet] = {}
 _SETS_LOCK = threading.Lock()
 
 
-def kernels_for(storage: np.dtype) -> KernelSet:
-    """The kernels for one storage dtype (float32, float64, uint16 = float16, int16 = bf16)."""
-    storage = np.dtype(storage)
-    ks = _SETS.get(storage)
+def kernels_for(storage: np.dtype, skipna: bool = False) -> KernelSet:
+    """The kernels for one storage dtype (float32, float64, uint16 = float16, int16 = bf16),
+    plain or NaN-skipping (each compiled on first use)."""
+    key = (np.dtype(storage), bool(skipna))
+    ks = _SETS.get(key)
     if ks is None:
         with _SETS_LOCK:
-            ks = _SETS.get(storage)
+            ks = _SETS.get(key)
             if ks is None:
-                ks = _SETS[storage] = _make_kernels(*STORAGE_DTYPES[storage])
+                ks = _SETS[key] = _make_kernels(*STORAGE_DTYPES[key[0]], key[1])
     return ks
