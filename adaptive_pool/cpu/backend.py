@@ -198,16 +198,17 @@ class CpuBackend:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         n, c, d, h, w, od, oh, ow = dims
+        work = n * c * d * h * w
         if w >= _ROWWISE_WIDTH * ow:
-            order, lanes = kernels.ROWWISE, 1
-        elif c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
-            order, lanes = kernels.LANEWISE, kernels.LANES
+            nch = self._chunks(n * c * od * oh)
+            self._launch(kernels.avg_pool_rowwise, work, xf, xg, yf, yg, tab, dims, nch)
+            return
+        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
+            kernel, lanes = kernels.avg_pool_lanewise, kernels.LANES
         else:
-            order, lanes = kernels.DIRECT, 1
-        self._launch(
-            kernels.avg_pool, n * c * d * h * w, xf, xg, yf, yg, tab, dims, order,
-            _DECODED_BAND, self._chunks(n * -(-c // lanes) * od * oh),
-        )
+            kernel, lanes = kernels.avg_pool_direct, 1
+        nch = self._chunks(n * -(-c // lanes) * od * oh)
+        self._launch(kernel, work, xf, xg, yf, yg, tab, dims, _DECODED_BAND, nch)
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
         gf, gg = flat_geometry(go)

@@ -33,7 +33,12 @@ from numba.extending import overload
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
 
+#: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
+#: does a chunk's work (``_BODY``). Numba's parfor passes (copy propagation, fusion, a second
+#: typing and lowering of the loop body as a gufunc) grow faster than the body they work on;
+#: a body of its own is typed and lowered once, and cut cold compiles by 17-34%.
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
+_BODY = dict(nogil=True, error_model="numpy")
 
 
 @numba.njit(inline="always")
@@ -72,10 +77,6 @@ def _step(i0, i1, i2, i3, a, b, c):
 #: Planes summed side by side by the average forward's ``LANES`` loop order (the width of
 #: the tuples of :func:`_lane_get` and :func:`_lane_add`) and by the average backward's lanes.
 LANES = 8
-
-#: The average forward's loop orders (see :func:`avg_pool`).
-DIRECT, ROWWISE, LANEWISE = 0, 1, 2
-
 
 @numba.njit(inline="always")
 def _add_row_windows(src, b, step, ws, we, sdh):
@@ -214,88 +215,173 @@ def _band_impl(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):
     return decoded
 
 
-@numba.njit(**_JIT)
-def avg_pool(x, xg, y, yg, tab, dims, order, band_limit, nchunk):
-    """``y[o] = sum(x[window(o)]) / volume(o)``; a work item is one output row of one plane,
-    or of ``LANES`` planes in the ``LANEWISE`` order.
 
-    Three loop orders with the same sums, picked by the backend from the window sizes:
+@numba.njit(inline="always")
+def _avg_item(tab, dims, xg, yg, lanes, oh, od, cb, n):
+    """Where work item ``(n, cb, od, oh)`` of the average forward reads and writes:
+    ``(d0, d1, h0, h1, c0, xb, yb, vdh, nl)`` (window band, first plane, bases, band area,
+    planes)."""
+    _, C, _, _, _, _, _, _ = dims
+    sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
+    x0, xn, xc, _, _, _ = xg
+    y0, yn, yc, yd, yh, _ = yg
+    d0, d1 = tab[sd + od], tab[ed + od]
+    h0, h1 = tab[sh + oh], tab[eh + oh]
+    c0 = cb * lanes
+    xb = x0 + n * xn + c0 * xc
+    yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
+    return d0, d1, h0, h1, c0, xb, yb, (d1 - d0) * (h1 - h0), min(lanes, C - c0)
 
-    * ``DIRECT``: a loop over each window. It beat sharing row sums between overlapping
-      windows on every measured shape, because short rows made the bookkeeping dominate.
-    * ``ROWWISE`` (long windows): each input row of the band is read once, in order, adding
-      its row sums to all windows at once: a streaming read where the direct loop jumps
-      between rows (2.5x on 224x224 -> 6x6 from memory). 16-bit rows are decoded once.
-    * ``LANEWISE`` (small windows): ``LANES`` planes side by side, so the loop overhead of a
-      small window is paid once for all of them (2.3x on 7x7 -> 1x1). A last block of
-      fewer planes takes the direct order.
 
-    The direct and lane orders sum 16-bit bands after decoding them (:func:`_band`); the
-    direct order only bands of up to ``band_limit`` elements (its scratch), longer ones go
-    row by row.
-    """
+@numba.njit(inline="always")
+def _avg_store(x, y, yb, yw, OW, vdh, ws, we, s):
+    """``y[yb + ow * yw] = s[ow] / volume(ow)`` for one output row."""
+    for ow in range(OW):
+        # volume as the integer product, converted once (bit-identical)
+        s[ow] = s[ow] / acc(x, vdh * (we[ow] - ws[ow]))
+    store_row(y, yb, yw, OW, s, 0)
+
+
+@numba.njit(**_BODY)
+def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_direct`."""
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    x0, xn, xc, xd, xh, xw = xg
-    y0, yn, yc, yd, yh, yw = yg
-    lanes = LANES if order == LANEWISE else 1
-    CB = (C + lanes - 1) // lanes
-    total = N * CB * OD * OH
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    _, _, xc, xd, xh, xw = xg
+    yw = yg[5]
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    row = scratch(x, W if decodes(x) else 0)
+    sdh = scratch(x, OW)
+    s = scratch(x, OW)
+    band = scratch(x, 0)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
+        need = (d1 - d0) * (h1 - h0) * W
+        if decodes(x) and band.size < need and need <= band_limit:
+            band = scratch(x, need)
+        # a 16-bit band too long to copy goes row by row (the same sums)
+        rows = decodes(x) and band.size < need
+        bx, bb, _, bd, bh, bw, e0, e1, f0, f1 = _band(
+            x, xb, xc, 0 if rows else 1, xd, xh, xw, d0, d1, h0, h1, W, band
+        )
+        if rows:
+            _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
+        else:
+            _direct_sums(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
+        _avg_store(x, y, yb, yw, OW, vdh, ws, we, s)
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_direct(x, xg, y, yg, tab, dims, band_limit, nchunk):
+    """``y[o] = sum(x[window(o)]) / volume(o)``, looping over each window directly; a work
+    item is one output row of one plane.
+
+    The average forward has three loop orders with the same sums, each a kernel of its own, so
+    that a call compiles only the one it uses (one kernel with all three took 3x as long to
+    compile as the direct one alone); the backend picks one from the window sizes:
+
+    * this one: it beat sharing row sums between overlapping windows on every measured shape,
+      because short rows made the bookkeeping dominate;
+    * :func:`avg_pool_rowwise` for long windows;
+    * :func:`avg_pool_lanewise` for small windows of many planes.
+
+    16-bit bands of up to ``band_limit`` elements (its scratch) are decoded before they are
+    summed (:func:`_band`); longer ones go row by row.
+    """
     for ch in prange(nchunk):
-        r_lo, r_hi = _chunk(ch, nchunk, total)
-        ws = tab[sw : sw + OW]
-        we = tab[ew : ew + OW]
-        row = scratch(x, W if order == ROWWISE or decodes(x) else 0)
-        sdh = scratch(x, OW)
-        s = scratch(x, OW * lanes)
-        band = scratch(x, 0)
-        last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
-        oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
-        for _ in range(r_lo, r_hi):
-            d0, d1 = tab[sd + od], tab[ed + od]
-            h0, h1 = tab[sh + oh], tab[eh + oh]
-            c0 = cb * lanes
-            xb = x0 + n * xn + c0 * xc
-            yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
-            vdh = (d1 - d0) * (h1 - h0)
-            nl = min(lanes, C - c0)
-            # in the lane order, 16-bit planes that fit band_limit are decoded whole, once for
-            # all their output rows: rows shared by two windows once, in one long run (1.2-1.3x
-            # on 7x7 -> 1x1 and 14x14 -> 5x5; 1.1x slower in the direct order on 56x56 -> 7x7)
-            whole = decodes(x) and lanes > 1 and nl * D * H * W <= band_limit
-            bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
-            need = nl * (bd1 - bd0) * (bh1 - bh0) * W
-            if decodes(x) and order != ROWWISE and band.size < need:
-                if lanes > 1 or need <= band_limit:
-                    band = scratch(x, need)
-            # a 16-bit band too long to copy goes row by row (the same sums)
-            rows = order == ROWWISE or (decodes(x) and band.size < need)
-            blk = n * CB + cb
-            ndec = 0 if rows or (whole and blk == last) else nl
-            last = blk if whole else -1
-            bx, bb, bc, bd, bh, bw, e0, _, f0, _ = _band(
-                x, xb, xc, ndec, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
-            )
-            # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
-            e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
-            if nl == LANES and order == LANEWISE:
-                _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
-                for ow in range(OW):
-                    # volume as the integer product, converted once (bit-identical)
-                    v = acc(x, vdh * (we[ow] - ws[ow]))
-                    for l in range(LANES):
-                        put(y, yb + l * yc + ow * yw, s[ow * LANES + l] / v)
-            else:
-                for l in range(nl):
-                    if rows:
-                        b = xb + l * xc
-                        _rowwise_sums(x, b, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
-                    else:
-                        _direct_sums(bx, bb + l * bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
-                    for ow in range(OW):
-                        s[ow] = s[ow] / acc(x, vdh * (we[ow] - ws[ow]))
-                    store_row(y, yb + l * yc, yw, OW, s, 0)
-            oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
+        _avg_direct_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, nchunk)
+
+
+@numba.njit(**_BODY)
+def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_rowwise`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    _, _, _, xd, xh, xw = xg
+    yw = yg[5]
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    row = scratch(x, W)
+    sdh = scratch(x, OW)
+    s = scratch(x, OW)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
+        _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
+        _avg_store(x, y, yb, yw, OW, vdh, ws, we, s)
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_rowwise(x, xg, y, yg, tab, dims, nchunk):
+    """The average forward for long windows: each input row of the band is read once, in
+    order, adding its row sums to all windows at once (16-bit rows decoded once): a streaming
+    read where the direct loop jumps between rows (2.5x on 224x224 -> 6x6 from memory)."""
+    for ch in prange(nchunk):
+        _avg_rowwise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, nchunk)
+
+
+@numba.njit(**_BODY)
+def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_lanewise`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    _, _, xc, xd, xh, xw = xg
+    yc, yw = yg[2], yg[5]
+    CB = (C + LANES - 1) // LANES
+    r_lo, r_hi = _chunk(ch, nchunk, N * CB * OD * OH)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    s = scratch(x, OW * LANES)
+    band = scratch(x, 0)
+    last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
+    oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1, _, xb, yb, vdh, nl = _avg_item(tab, dims, xg, yg, LANES, oh, od, cb, n)
+        # 16-bit planes that fit band_limit are decoded whole, once for all their output rows:
+        # rows shared by two windows once, in one long run (1.2-1.3x on 7x7 -> 1x1 and
+        # 14x14 -> 5x5; 1.1x slower in the direct order on 56x56 -> 7x7)
+        whole = decodes(x) and nl * D * H * W <= band_limit
+        bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
+        need = nl * (bd1 - bd0) * (bh1 - bh0) * W
+        if decodes(x) and band.size < need:
+            band = scratch(x, need)
+        blk = n * CB + cb
+        ndec = 0 if whole and blk == last else nl
+        last = blk if whole else -1
+        bx, bb, bc, bd, bh, bw, e0, _, f0, _ = _band(
+            x, xb, xc, ndec, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
+        )
+        # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
+        e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
+        if nl == LANES:
+            _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
+            for ow in range(OW):
+                # volume as the integer product, converted once (bit-identical)
+                v = acc(x, vdh * (we[ow] - ws[ow]))
+                for l in range(LANES):
+                    put(y, yb + l * yc + ow * yw, s[ow * LANES + l] / v)
+        else:  # a last block of fewer planes: the direct order, plane by plane
+            for l in range(nl):
+                _direct_sums(bx, bb + l * bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
+                _avg_store(x, y, yb + l * yc, yw, OW, vdh, ws, we, s)
+        oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
+
+
+@numba.njit(**_JIT)
+def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, nchunk):
+    """The average forward for small windows: ``LANES`` planes side by side, so the loop
+    overhead of a small window is paid once for all of them (2.3x on 7x7 -> 1x1); a work item
+    is one output row of ``LANES`` planes. A last block of fewer planes takes the direct
+    order. 16-bit planes are decoded before they are summed (:func:`_band`): whole planes
+    when ``LANES`` of them fit ``band_limit`` elements, else the windows' bands."""
+    for ch in prange(nchunk):
+        _avg_lanewise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, nchunk)
 
 
 @numba.njit(inline="always")
@@ -319,6 +405,60 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
                 row[k] += rowd[k]
 
 
+@numba.njit(**_BODY)
+def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    i0, in_, ic, id_, ih_, iw_ = gig
+    nblk = (H + rows_per_item - 1) // rows_per_item
+    total = N * C * D * nblk
+    it_lo, it_hi = _chunk(ch, nchunk, total)
+    part = scratch(go, W)
+    g = scratch(go, OW)
+    row = scratch(go, W)
+    rowd = scratch(go, W)
+    wl = tab[lw : lw + W]
+    wh = tab[hw : hw + W]
+    blk, d, c, n = _unravel(it_lo, nblk, D, C)
+    for _ in range(it_lo, it_hi):
+        h_first = blk * rows_per_item
+        h_last = min(H, h_first + rows_per_item)
+        od0, od1 = tab[ld + d], tab[hd + d]
+        oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
+        nh = oh1 - oh0
+        need = (od1 - od0) * nh * W
+        if part.size < need:
+            part = scratch(go, need)
+        gb = g0 + n * gn + c * gc
+        for od in range(od0, od1):
+            vd = tab[ed + od] - tab[sd + od]
+            for oh in range(oh0, oh1):
+                vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                load_row(go, gb + od * gd + oh * gh, gw, OW, g)
+                for ow in range(OW):
+                    # volume as the integer product, converted once (bit-identical)
+                    g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                q = ((od - od0) * nh + (oh - oh0)) * W
+                for w in range(W):
+                    s = acc(go, 0)
+                    for ow in range(wl[w], wh[w]):
+                        s += g[np.uint64(ow)]
+                    part[np.uint64(q + w)] = s
+        ib = i0 + n * in_ + c * ic + d * id_
+        for h in range(h_first, h_last):
+            lo, hi = tab[lh + h], tab[hh + h]
+            b = ib + h * ih_
+            q0 = (lo - oh0) * W
+            if od1 - od0 == 1 and hi - lo == 1:
+                store_row(gi, b, iw_, W, part, q0)
+                continue
+            _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
+            store_row(gi, b, iw_, W, row, 0)
+        blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+
+
 @numba.njit(**_JIT)
 def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
@@ -328,56 +468,8 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
     adds those partial rows along h and d with contiguous, vectorisable row operations. An input
     row covered by a single output row is written straight from its partial row.
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
-    i0, in_, ic, id_, ih_, iw_ = gig
-    nblk = (H + rows_per_item - 1) // rows_per_item
-    total = N * C * D * nblk
     for ch in prange(nchunk):
-        it_lo, it_hi = _chunk(ch, nchunk, total)
-        part = scratch(go, W)
-        g = scratch(go, OW)
-        row = scratch(go, W)
-        rowd = scratch(go, W)
-        wl = tab[lw : lw + W]
-        wh = tab[hw : hw + W]
-        blk, d, c, n = _unravel(it_lo, nblk, D, C)
-        for _ in range(it_lo, it_hi):
-            h_first = blk * rows_per_item
-            h_last = min(H, h_first + rows_per_item)
-            od0, od1 = tab[ld + d], tab[hd + d]
-            oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
-            nh = oh1 - oh0
-            need = (od1 - od0) * nh * W
-            if part.size < need:
-                part = scratch(go, need)
-            gb = g0 + n * gn + c * gc
-            for od in range(od0, od1):
-                vd = tab[ed + od] - tab[sd + od]
-                for oh in range(oh0, oh1):
-                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                    load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                    for ow in range(OW):
-                        # volume as the integer product, converted once (bit-identical)
-                        g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                    q = ((od - od0) * nh + (oh - oh0)) * W
-                    for w in range(W):
-                        s = acc(go, 0)
-                        for ow in range(wl[w], wh[w]):
-                            s += g[np.uint64(ow)]
-                        part[np.uint64(q + w)] = s
-            ib = i0 + n * in_ + c * ic + d * id_
-            for h in range(h_first, h_last):
-                lo, hi = tab[lh + h], tab[hh + h]
-                b = ib + h * ih_
-                q0 = (lo - oh0) * W
-                if od1 - od0 == 1 and hi - lo == 1:
-                    store_row(gi, b, iw_, W, part, q0)
-                    continue
-                _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
-                store_row(gi, b, iw_, W, row, 0)
-            blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+        _avg_backward_chunk(np.int64(ch), go, gog, gi, gig, tab, dims, rows_per_item, nchunk)
 
 
 @numba.njit(inline="always")
@@ -395,6 +487,77 @@ def _scatter_lanes(a, b, sc, sw, W, nl, src):
                 a[np.uint64(b + l * sc + w * sw)] = src[w * LANES + l]
 
 
+@numba.njit(**_BODY)
+def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward_lanes`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    i0, in_, ic, id_, ih_, iw_ = gig
+    CB = (C + LANES - 1) // LANES
+    WL = W * LANES
+    plane_run = iw_ == 1 and ih_ == W  # each plane's rows (per d) are one run of memory
+    it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
+    gv = scratch(go, OW * LANES)
+    part = scratch(go, OH * WL)
+    rows = scratch(go, H * WL)
+    rowd = scratch(go, WL)
+    enc_row = np.empty(WL, gi.dtype)
+    s = scratch(go, LANES)
+    lane = np.empty(LANES, np.int64)
+    wl = tab[lw : lw + W]
+    wh = tab[hw : hw + W]
+    _, d, cb, n = _unravel(it_lo, 1, D, CB)
+    for _ in range(it_lo, it_hi):
+        c0 = cb * LANES
+        nl = min(LANES, C - c0)
+        for l in range(LANES):
+            lane[l] = min(l, nl - 1) * gc
+        od0, od1 = tab[ld + d], tab[hd + d]
+        if part.size < (od1 - od0) * OH * WL:
+            part = scratch(go, (od1 - od0) * OH * WL)
+        gb = g0 + n * gn + c0 * gc
+        for od in range(od0, od1):
+            vd = tab[ed + od] - tab[sd + od]
+            for oh in range(OH):
+                vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                gr = gb + od * gd + oh * gh
+                for ow in range(OW):
+                    # volume as the integer product, converted once (bit-identical)
+                    v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                    for l in range(LANES):
+                        gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
+                q = ((od - od0) * OH + oh) * WL
+                for w in range(W):
+                    for l in range(LANES):
+                        s[l] = 0
+                    for ow in range(wl[w], wh[w]):
+                        for l in range(LANES):
+                            s[l] += gv[np.uint64(ow * LANES + l)]
+                    for l in range(LANES):
+                        part[np.uint64(q + w * LANES + l)] = s[l]
+        ib = i0 + n * in_ + c0 * ic + d * id_
+        for h in range(H):
+            lo, hi = tab[lh + h], tab[hh + h]
+            _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
+        if plane_run:
+            # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
+            # against stores interleaved over the LANES planes, row by row
+            for l in range(nl):
+                for k in range(H * W):
+                    put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
+        else:
+            for h in range(H):
+                row = rows[h * WL :]
+                if decodes(gi):  # encoded in one unit-stride loop: vectorised, 1.4x for bf16
+                    for k in range(WL):
+                        enc_row[k] = enc(gi, row[k])
+                    _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_row)
+                else:
+                    _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
+        _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
+
+
 @numba.njit(**_JIT)
 def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
     """The average backward for small planes: ``LANES`` planes side by side.
@@ -407,73 +570,8 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
     plane. A work item is one ``(n, d)`` slab of ``LANES`` planes; a last block of fewer
     planes computes its last plane in the spare lanes and does not store them.
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
-    i0, in_, ic, id_, ih_, iw_ = gig
-    CB = (C + LANES - 1) // LANES
-    WL = W * LANES
-    plane_run = iw_ == 1 and ih_ == W  # each plane's rows (per d) are one run of memory
     for ch in prange(nchunk):
-        it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
-        gv = scratch(go, OW * LANES)
-        part = scratch(go, OH * WL)
-        rows = scratch(go, H * WL)
-        rowd = scratch(go, WL)
-        enc_row = np.empty(WL, gi.dtype)
-        s = scratch(go, LANES)
-        lane = np.empty(LANES, np.int64)
-        wl = tab[lw : lw + W]
-        wh = tab[hw : hw + W]
-        _, d, cb, n = _unravel(it_lo, 1, D, CB)
-        for _ in range(it_lo, it_hi):
-            c0 = cb * LANES
-            nl = min(LANES, C - c0)
-            for l in range(LANES):
-                lane[l] = min(l, nl - 1) * gc
-            od0, od1 = tab[ld + d], tab[hd + d]
-            if part.size < (od1 - od0) * OH * WL:
-                part = scratch(go, (od1 - od0) * OH * WL)
-            gb = g0 + n * gn + c0 * gc
-            for od in range(od0, od1):
-                vd = tab[ed + od] - tab[sd + od]
-                for oh in range(OH):
-                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                    gr = gb + od * gd + oh * gh
-                    for ow in range(OW):
-                        # volume as the integer product, converted once (bit-identical)
-                        v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                        for l in range(LANES):
-                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
-                    q = ((od - od0) * OH + oh) * WL
-                    for w in range(W):
-                        for l in range(LANES):
-                            s[l] = 0
-                        for ow in range(wl[w], wh[w]):
-                            for l in range(LANES):
-                                s[l] += gv[np.uint64(ow * LANES + l)]
-                        for l in range(LANES):
-                            part[np.uint64(q + w * LANES + l)] = s[l]
-            ib = i0 + n * in_ + c0 * ic + d * id_
-            for h in range(H):
-                lo, hi = tab[lh + h], tab[hh + h]
-                _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
-            if plane_run:
-                # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
-                # against stores interleaved over the LANES planes, row by row
-                for l in range(nl):
-                    for k in range(H * W):
-                        put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
-            else:
-                for h in range(H):
-                    row = rows[h * WL :]
-                    if decodes(gi):  # encoded in one unit-stride loop: vectorised, 1.4x for bf16
-                        for k in range(WL):
-                            enc_row[k] = enc(gi, row[k])
-                        _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_row)
-                    else:
-                        _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
-            _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
+        _avg_backward_lanes_chunk(np.int64(ch), go, gog, gi, gig, tab, dims, nchunk)
 
 
 @numba.njit(inline="always")
@@ -546,6 +644,83 @@ def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr):
                 qr[w] = rk if (k > kq) | ((k == kq) & (rk < rq)) else rq
 
 
+@numba.njit(**_BODY)
+def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk):
+    """Chunk ``ch`` of :func:`max_pool`, reading at most ``part`` input rows at a time."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+    x0, xn, xc, xd, xh, xw = xg
+    y0, yn, yc, yd, yh, yw = yg
+    j0, jn, jc, jd, jh, jw = ig
+    nb = -(-OH // rpi)
+    total = N * C * OD * nb
+    knan = key_nan(x)
+    flat = xw == 1 and xh == W  # a part's input rows are one run
+    int32_keys = knan == 0x7FFFFFFF  # a key and a position pack into one int64
+    r_lo, r_hi = _chunk(ch, nchunk, total)
+    pk = np.full(part * W, knan)
+    pd = np.empty(part * W, np.int32)
+    qk = np.full(W, knan)
+    qr = np.empty(W, np.int32)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    bl, od, c, n = _unravel(r_lo, nb, OD, C)
+    for _ in range(r_lo, r_hi):
+        d0, d1 = tab[sd + od], tab[ed + od]
+        oh0, oh1 = bl * rpi, min(OH, bl * rpi + rpi)
+        hb0, hb1 = tab[sh + oh0], tab[eh + oh1 - 1]
+        sr = _log2_above(hb1 - hb0)
+        exact = (d1 - d0) << sr <= tracked
+        xb = x0 + n * xn + c * xc
+        for ha in range(hb0, hb1, part):
+            hz = min(hb1, ha + part)
+            for i in range((hz - ha) * W):
+                pk[i], pd[i] = -knan - 1, 0
+            for d in range(d0, d1):
+                dd = np.int32((d - d0) << sr)
+                b = xb + d * xd + ha * xh
+                if flat:
+                    _fold_max(x, b, 1, (hz - ha) * W, dd, pk, pd)
+                else:
+                    for r in range(hz - ha):
+                        _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
+            for oh in range(oh0, oh1):
+                h0, h1 = tab[sh + oh], tab[eh + oh]
+                lo, hi = max(h0, ha), min(h1, hz)
+                if lo >= hi:
+                    continue
+                _fold_rows(pk, pd, lo - ha, hi - lo, W, lo - h0, lo == h0, qk, qr)
+                if hi < h1:
+                    continue  # the window goes on in the next part
+                yb = y0 + n * yn + c * yc + od * yd + oh * yh
+                jb = j0 + n * jn + c * jc + od * jd + oh * jh
+                for ow in range(OW):
+                    w0, w1 = ws[ow], we[ow]
+                    u = np.uint64(w0)
+                    m, br, bw = qk[u], np.int64(qr[u]), w0
+                    bv = _rank(m, br)
+                    for w in range(w0 + 1, w1):
+                        u = np.uint64(w)
+                        k, r = qk[u], np.int64(qr[u])
+                        if int32_keys:
+                            v = _rank(k, r)
+                            bw = w if v > bv else bw
+                            bv = max(bv, v)
+                        elif (k > m) | ((k == m) & (r < br)):
+                            br, bw = r, w
+                        m = max(m, k)
+                    if m == knan or not exact:
+                        d, h, w = _rescan(
+                            x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, m == knan
+                        )
+                    else:
+                        r = (np.int64(m) << 32) - bv if int32_keys else br
+                        d, h, w = d0 + (r >> sr), h0 + (r & ((1 << sr) - 1)), bw
+                    y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + d * xd + h * xh + w * xw)]
+                    ind[np.uint64(jb + ow * jw)] = (d * H + h) * W + w
+        bl, od, c, n = _step(bl, od, c, n, nb, OD, C)
+
+
 @numba.njit(**_JIT)
 def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, nchunk):
     """Max over each window with its flat in-plane index; a work item is ``rows_per_item``
@@ -573,85 +748,16 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, n
     Positions are int32 (twice the lanes of int64). Windows with a NaN, or whose positions
     reach ``tracked``, are located by :func:`_rescan` instead.
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    x0, xn, xc, xd, xh, xw = xg
-    y0, yn, yc, yd, yh, yw = yg
-    j0, jn, jc, jd, jh, jw = ig
+    _, _, _, _, W, _, OH, _ = dims
+    _, _, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
     rpi = rows_per_item
-    nb = -(-OH // rpi)
-    total = N * C * OD * nb
-    knan = key_nan(x)
     rows = 0  # input rows of the largest block
-    for bl in range(nb):
+    for bl in range(-(-OH // rpi)):
         rows = max(rows, tab[eh + min(OH, bl * rpi + rpi) - 1] - tab[sh + bl * rpi])
     # rows a part: a block of several output rows is taken whole (the backend sizes it)
     part = rows if rpi > 1 else max(1, min(rows, budget // W))
-    flat = xw == 1 and xh == W  # a part's input rows are one run
-    int32_keys = knan == 0x7FFFFFFF  # a key and a position pack into one int64
     for ch in prange(nchunk):
-        r_lo, r_hi = _chunk(ch, nchunk, total)
-        pk = np.full(part * W, knan)
-        pd = np.empty(part * W, np.int32)
-        qk = np.full(W, knan)
-        qr = np.empty(W, np.int32)
-        ws = tab[sw : sw + OW]
-        we = tab[ew : ew + OW]
-        bl, od, c, n = _unravel(r_lo, nb, OD, C)
-        for _ in range(r_lo, r_hi):
-            d0, d1 = tab[sd + od], tab[ed + od]
-            oh0, oh1 = bl * rpi, min(OH, bl * rpi + rpi)
-            hb0, hb1 = tab[sh + oh0], tab[eh + oh1 - 1]
-            sr = _log2_above(hb1 - hb0)
-            exact = (d1 - d0) << sr <= tracked
-            xb = x0 + n * xn + c * xc
-            for ha in range(hb0, hb1, part):
-                hz = min(hb1, ha + part)
-                for i in range((hz - ha) * W):
-                    pk[i], pd[i] = -knan - 1, 0
-                for d in range(d0, d1):
-                    dd = np.int32((d - d0) << sr)
-                    b = xb + d * xd + ha * xh
-                    if flat:
-                        _fold_max(x, b, 1, (hz - ha) * W, dd, pk, pd)
-                    else:
-                        for r in range(hz - ha):
-                            _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
-                for oh in range(oh0, oh1):
-                    h0, h1 = tab[sh + oh], tab[eh + oh]
-                    lo, hi = max(h0, ha), min(h1, hz)
-                    if lo >= hi:
-                        continue
-                    _fold_rows(pk, pd, lo - ha, hi - lo, W, lo - h0, lo == h0, qk, qr)
-                    if hi < h1:
-                        continue  # the window goes on in the next part
-                    yb = y0 + n * yn + c * yc + od * yd + oh * yh
-                    jb = j0 + n * jn + c * jc + od * jd + oh * jh
-                    for ow in range(OW):
-                        w0, w1 = ws[ow], we[ow]
-                        u = np.uint64(w0)
-                        m, br, bw = qk[u], np.int64(qr[u]), w0
-                        bv = _rank(m, br)
-                        for w in range(w0 + 1, w1):
-                            u = np.uint64(w)
-                            k, r = qk[u], np.int64(qr[u])
-                            if int32_keys:
-                                v = _rank(k, r)
-                                bw = w if v > bv else bw
-                                bv = max(bv, v)
-                            elif (k > m) | ((k == m) & (r < br)):
-                                br, bw = r, w
-                            m = max(m, k)
-                        if m == knan or not exact:
-                            d, h, w = _rescan(
-                                x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, m == knan
-                            )
-                        else:
-                            r = (np.int64(m) << 32) - bv if int32_keys else br
-                            d, h, w = d0 + (r >> sr), h0 + (r & ((1 << sr) - 1)), bw
-                        y[np.uint64(yb + ow * yw)] = x[np.uint64(xb + d * xd + h * xh + w * xw)]
-                        ind[np.uint64(jb + ow * jw)] = (d * H + h) * W + w
-            bl, od, c, n = _step(bl, od, c, n, nb, OD, C)
+        _max_chunk(np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk)
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
@@ -706,12 +812,9 @@ def _first_flagged(bad, per):
     return np.int64(-1)
 
 
-@numba.njit(**_JIT)
-def first_bad_index(ind, ig, tab, dims, nchunk):
-    """The C-order position of the first index outside its window, or -1.
-
-    Each output row flags its first bad ow (``bad[r]``) in parallel; the first flag wins.
-    """
+@numba.njit(**_BODY)
+def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
+    """Chunk ``ch`` of :func:`first_bad_index`: flags ``bad[r]`` for its output rows."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
@@ -719,29 +822,88 @@ def first_bad_index(ind, ig, tab, dims, nchunk):
     small = plane <= MAGIC_LIMIT
     mw, sw_ = _magic(W)
     mh, sh_ = _magic(H)
+    r_lo, r_hi = _chunk(ch, nchunk, bad.size)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for r in range(r_lo, r_hi):
+        d0, d1 = tab[sd + od], tab[ed + od]
+        h0, h1 = tab[sh + oh], tab[eh + oh]
+        jb = j0 + n * jn + c * jc + od * jd + oh * jh
+        bad[r] = -1
+        for ow in range(OW):
+            k = np.int64(ind[np.uint64(jb + ow * jw)])
+            w0, w1 = tab[sw + ow], tab[ew + ow]
+            if small:
+                ok, _ = _in_window_small(
+                    k, plane, H, W, mh, sh_, mw, sw_, d0, d1, h0, h1, w0, w1
+                )
+            else:
+                ok = index_in_window(k, H, W, d0, d1, h0, h1, w0, w1)
+            if not ok:
+                bad[r] = ow
+                break
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def first_bad_index(ind, ig, tab, dims, nchunk):
+    """The C-order position of the first index outside its window, or -1.
+
+    Each output row flags its first bad ow (``bad[r]``) in parallel; the first flag wins.
+    """
+    N, C, _, _, _, OD, OH, OW = dims
     bad = np.empty(N * C * OD * OH, np.int64)
     for ch in prange(nchunk):
-        r_lo, r_hi = _chunk(ch, nchunk, bad.size)
-        oh, od, c, n = _unravel(r_lo, OH, OD, C)
-        for r in range(r_lo, r_hi):
-            d0, d1 = tab[sd + od], tab[ed + od]
-            h0, h1 = tab[sh + oh], tab[eh + oh]
-            jb = j0 + n * jn + c * jc + od * jd + oh * jh
-            bad[r] = -1
-            for ow in range(OW):
-                k = np.int64(ind[np.uint64(jb + ow * jw)])
-                w0, w1 = tab[sw + ow], tab[ew + ow]
-                if small:
-                    ok, _ = _in_window_small(
-                        k, plane, H, W, mh, sh_, mw, sw_, d0, d1, h0, h1, w0, w1
-                    )
-                else:
-                    ok = index_in_window(k, H, W, d0, d1, h0, h1, w0, w1)
-                if not ok:
-                    bad[r] = ow
-                    break
-            oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+        _first_bad_chunk(np.int64(ch), ind, ig, tab, dims, bad, nchunk)
     return _first_flagged(bad, OW)
+
+
+@numba.njit(**_BODY)
+def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk):
+    """Chunk ``ch`` of :func:`max_pool_backward`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    j0, jn, jc, jd, jh, jw = ig
+    i0, in_, ic, id_, ih_, iw_ = gig
+    nblk = (H + rows_per_item - 1) // rows_per_item
+    total = N * C * D * nblk
+    it_lo, it_hi = _chunk(ch, nchunk, total)
+    blkbuf = scratch(go, rows_per_item * W)
+    for k in range(blkbuf.size):
+        blkbuf[k] = 0
+    hits = np.empty(64, np.int64)  # the block's touched elements, to clear it again
+    blk, d, c, n = _unravel(it_lo, nblk, D, C)
+    for _ in range(it_lo, it_hi):
+        h_first = blk * rows_per_item
+        h_last = min(H, h_first + rows_per_item)
+        nk = (h_last - h_first) * W
+        gb = g0 + n * gn + c * gc
+        jb = j0 + n * jn + c * jc
+        k0 = (d * H + h_first) * W
+        nhit = 0
+        for od in range(tab[ld + d], tab[hd + d]):
+            for oh in range(tab[lh + h_first], tab[hh + h_last - 1]):
+                gr = gb + od * gd + oh * gh
+                jr = jb + od * jd + oh * jh
+                for ow in range(OW):
+                    k = np.int64(ind[np.uint64(jr + ow * jw)]) - k0
+                    if 0 <= k < nk:
+                        blkbuf[np.uint64(k)] += get(go, gr + ow * gw)
+                        if nhit == hits.size:
+                            grown = np.empty(2 * nhit, np.int64)
+                            grown[:nhit] = hits
+                            hits = grown
+                        hits[nhit] = k
+                        nhit += 1
+        ib = i0 + n * in_ + c * ic + (d * id_ + h_first * ih_)
+        if iw_ == 1 and ih_ == W:  # the block's rows are one run of memory
+            store_row(gi, ib, 1, nk, blkbuf, 0)
+        else:
+            for h in range(h_last - h_first):
+                store_row(gi, ib + h * ih_, iw_, W, blkbuf, h * W)
+        for t in range(nhit):
+            blkbuf[np.uint64(hits[t])] = 0
+        blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
 @numba.njit(**_JIT)
@@ -754,51 +916,8 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
     Indices must have passed :func:`first_bad_index`: an index inside its window lands only in
     rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
-    j0, jn, jc, jd, jh, jw = ig
-    i0, in_, ic, id_, ih_, iw_ = gig
-    nblk = (H + rows_per_item - 1) // rows_per_item
-    total = N * C * D * nblk
     for ch in prange(nchunk):
-        it_lo, it_hi = _chunk(ch, nchunk, total)
-        blkbuf = scratch(go, rows_per_item * W)
-        for k in range(blkbuf.size):
-            blkbuf[k] = 0
-        hits = np.empty(64, np.int64)  # the block's touched elements, to clear it again
-        blk, d, c, n = _unravel(it_lo, nblk, D, C)
-        for _ in range(it_lo, it_hi):
-            h_first = blk * rows_per_item
-            h_last = min(H, h_first + rows_per_item)
-            nk = (h_last - h_first) * W
-            gb = g0 + n * gn + c * gc
-            jb = j0 + n * jn + c * jc
-            k0 = (d * H + h_first) * W
-            nhit = 0
-            for od in range(tab[ld + d], tab[hd + d]):
-                for oh in range(tab[lh + h_first], tab[hh + h_last - 1]):
-                    gr = gb + od * gd + oh * gh
-                    jr = jb + od * jd + oh * jh
-                    for ow in range(OW):
-                        k = np.int64(ind[np.uint64(jr + ow * jw)]) - k0
-                        if 0 <= k < nk:
-                            blkbuf[np.uint64(k)] += get(go, gr + ow * gw)
-                            if nhit == hits.size:
-                                grown = np.empty(2 * nhit, np.int64)
-                                grown[:nhit] = hits
-                                hits = grown
-                            hits[nhit] = k
-                            nhit += 1
-            ib = i0 + n * in_ + c * ic + (d * id_ + h_first * ih_)
-            if iw_ == 1 and ih_ == W:  # the block's rows are one run of memory
-                store_row(gi, ib, 1, nk, blkbuf, 0)
-            else:
-                for h in range(h_last - h_first):
-                    store_row(gi, ib + h * ih_, iw_, W, blkbuf, h * W)
-            for t in range(nhit):
-                blkbuf[np.uint64(hits[t])] = 0
-            blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+        _max_backward_chunk(np.int64(ch), go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk)
 
 
 @numba.njit(inline="always")
@@ -834,6 +953,83 @@ def _check_plane(src, b, m, plane, W, H, lo, nn, keys):
     return -1 if first == m else np.int64(first)
 
 
+@numba.njit(**_BODY)
+def _window_bounds(tab, dims):
+    """``(lo, nn)``: the start and length of each output's window per axis, ``(3, m)`` int32
+    in the outputs' C order."""
+    _, _, _, _, _, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+    m = OD * OH * OW
+    lo = np.empty((3, m), np.int32)
+    nn = np.empty((3, m), np.int32)
+    q = 0
+    for od in range(OD):
+        for oh in range(OH):
+            for ow in range(OW):
+                lo[0, q], nn[0, q] = tab[sd + od], tab[ed + od] - tab[sd + od]
+                lo[1, q], nn[1, q] = tab[sh + oh], tab[eh + oh] - tab[sh + oh]
+                lo[2, q], nn[2, q] = tab[sw + ow], tab[ew + ow] - tab[sw + ow]
+                q += 1
+    return lo, nn
+
+
+@numba.njit(**_BODY)
+def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
+    """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes."""
+    N, C, D, H, W, OD, OH, OW = dims
+    g0, gn, gc, gd, gh, gw = gog
+    j0, jn, jc, jd, jh, jw = ig
+    i0, in_, ic, _, _, _ = gig
+    m = OD * OH * OW
+    plane = D * H * W
+    dense = jw == 1 and jh == OW and jd == OH * OW  # a plane's indices are one run
+    # a plane's gradients are decoded as one run or row by row (one call site: compile time)
+    g_rows, g_len = (1, m) if gw == 1 and gh == OW and gd == OH * OW else (OD * OH, OW)
+    p_lo, p_hi = _chunk(ch, nchunk, bad.size)
+    keys = np.empty(m, np.int32)
+    run = np.empty(0 if dense else m, ind.dtype)
+    gv = scratch(go, m)
+    sums = scratch(go, plane if decodes(gi) and write else 0)
+    for k in range(sums.size):
+        sums[k] = 0
+    for p in range(p_lo, p_hi):
+        n = p // C
+        c = p - n * C
+        ib = i0 + n * in_ + c * ic
+        jb = j0 + n * jn + c * jc
+        src, sb = ind, jb
+        if not dense:  # copied into one run first (one check call site: compile time)
+            for r in range(OD * OH):
+                rb = jb + (r // OH) * jd + (r % OH) * jh
+                for ow in range(OW):
+                    run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
+            src, sb = run, 0
+        first = _check_plane(src, sb, m, plane, W, H, lo, nn, keys)
+        bad[p] = first
+        if not write:
+            continue
+        for k in range(plane):
+            gi[np.uint64(ib + k)] = 0
+        if first >= 0:
+            continue
+        # the plane's gradients decoded first, in unit-stride loops: a scalar float16
+        # decode between the additions chained each one to the last (10 cycles an index)
+        gb = g0 + n * gn + c * gc
+        for r in range(g_rows):
+            load_row(go, gb + (r // OH) * gd + (r % OH) * gh, gw, g_len, gv[r * g_len :])
+        if decodes(gi):
+            for q in range(m):
+                sums[np.uint64(keys[q])] += gv[q]
+            for q in range(m):
+                k = keys[q]
+                put(gi, ib + k, sums[np.uint64(k)])
+            for q in range(m):
+                sums[np.uint64(keys[q])] = 0
+        else:  # the result's own elements are float accumulators
+            for q in range(m):
+                gi[np.uint64(ib + keys[q])] += gv[q]
+
+
 @numba.njit(**_JIT)
 def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk):
     """The max backward a plane at a time, for ``gi`` with dense planes (an element's address
@@ -855,69 +1051,9 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk
     the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**31`` elements (the backend bounds them lower).
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
-    j0, jn, jc, jd, jh, jw = ig
-    i0, in_, ic, _, _, _ = gig
-    m = OD * OH * OW
-    plane = D * H * W
-    lo = np.empty((3, m), np.int32)  # each output's window: start and length per axis
-    nn = np.empty((3, m), np.int32)
-    q = 0
-    for od in range(OD):
-        for oh in range(OH):
-            for ow in range(OW):
-                lo[0, q], nn[0, q] = tab[sd + od], tab[ed + od] - tab[sd + od]
-                lo[1, q], nn[1, q] = tab[sh + oh], tab[eh + oh] - tab[sh + oh]
-                lo[2, q], nn[2, q] = tab[sw + ow], tab[ew + ow] - tab[sw + ow]
-                q += 1
+    N, C, _, _, _, OD, OH, OW = dims
+    lo, nn = _window_bounds(tab, dims)
     bad = np.empty(N * C, np.int64)
-    dense = jw == 1 and jh == OW and jd == OH * OW  # a plane's indices are one run
-    # a plane's gradients are decoded as one run or row by row (one call site: compile time)
-    g_rows, g_len = (1, m) if gw == 1 and gh == OW and gd == OH * OW else (OD * OH, OW)
     for ch in prange(nchunk):
-        p_lo, p_hi = _chunk(ch, nchunk, bad.size)
-        keys = np.empty(m, np.int32)
-        run = np.empty(0 if dense else m, ind.dtype)
-        gv = scratch(go, m)
-        sums = scratch(go, plane if decodes(gi) and write else 0)
-        for k in range(sums.size):
-            sums[k] = 0
-        for p in range(p_lo, p_hi):
-            n = p // C
-            c = p - n * C
-            ib = i0 + n * in_ + c * ic
-            jb = j0 + n * jn + c * jc
-            src, sb = ind, jb
-            if not dense:  # copied into one run first (one check call site: compile time)
-                for r in range(OD * OH):
-                    rb = jb + (r // OH) * jd + (r % OH) * jh
-                    for ow in range(OW):
-                        run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
-                src, sb = run, 0
-            first = _check_plane(src, sb, m, plane, W, H, lo, nn, keys)
-            bad[p] = first
-            if not write:
-                continue
-            for k in range(plane):
-                gi[np.uint64(ib + k)] = 0
-            if first >= 0:
-                continue
-            # the plane's gradients decoded first, in unit-stride loops: a scalar float16
-            # decode between the additions chained each one to the last (10 cycles an index)
-            gb = g0 + n * gn + c * gc
-            for r in range(g_rows):
-                load_row(go, gb + (r // OH) * gd + (r % OH) * gh, gw, g_len, gv[r * g_len :])
-            if decodes(gi):
-                for q in range(m):
-                    sums[np.uint64(keys[q])] += gv[q]
-                for q in range(m):
-                    k = keys[q]
-                    put(gi, ib + k, sums[np.uint64(k)])
-                for q in range(m):
-                    sums[np.uint64(keys[q])] = 0
-            else:  # the result's own elements are float accumulators
-                for q in range(m):
-                    gi[np.uint64(ib + keys[q])] += gv[q]
-    return _first_flagged(bad, m)
+        _sparse_chunk(np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk)
+    return _first_flagged(bad, OD * OH * OW)
