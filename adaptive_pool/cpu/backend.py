@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 import numba
 import numpy as np
@@ -52,6 +53,35 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
 
 #: Index expressions inserting the singleton spatial axes of a 1-D or 2-D problem.
 _SINGLETONS = {1: (slice(None), slice(None), None, None), 2: (slice(None), slice(None), None)}
+
+
+_THREAD_COUNTS: tuple[Callable[[], int], Callable[[int], None]] | None = None
+
+
+def _thread_counts() -> tuple[Callable[[], int], Callable[[int], None]]:
+    """Numba's per-thread thread-count getter and setter (looked up on first use: that starts
+    Numba's thread pool, which ``import adaptive_pool`` must not pay for)."""
+    global _THREAD_COUNTS
+    if _THREAD_COUNTS is None:
+        _THREAD_COUNTS = _thread_count_functions()
+    return _THREAD_COUNTS
+
+
+def _thread_count_functions() -> tuple[Callable[[], int], Callable[[int], None]]:
+    """Numba's per-thread thread-count getter and setter.
+
+    The public ``numba.get_num_threads``/``set_num_threads`` check the pool and the argument on
+    every call, 2-5 us of a small call that uses them three times; once the pool is up their
+    C entry points do the same work. Numba versions without them get the public functions.
+    """
+    numba.get_num_threads()  # starts the pool (the first kernel would anyway)
+    from numba.np.ufunc import parallel  # noqa: PLC0415
+
+    get = getattr(parallel, "_get_num_threads", None)
+    set_ = getattr(parallel, "_set_num_threads", None)
+    if callable(get) and callable(set_) and get() == numba.get_num_threads():
+        return get, set_
+    return numba.get_num_threads, numba.set_num_threads
 
 
 class CpuBackend:
@@ -163,8 +193,9 @@ class CpuBackend:
         on this thread alone: waking the pool's sleeping threads costs more than it saves."""
         serial = work < _SERIAL_WORK
         if serial:
-            threads = numba.get_num_threads()
-            numba.set_num_threads(1)  # this thread's setting only
+            get_threads, set_threads = _thread_counts()
+            threads = get_threads()
+            set_threads(1)  # this thread's setting only
         try:
             lock = self._lock
             if lock is None:
@@ -178,12 +209,12 @@ class CpuBackend:
                 return result
         finally:
             if serial:
-                numba.set_num_threads(threads)
+                set_threads(threads)
 
     @staticmethod
     def _rows_per_item(slabs: int, rows: int) -> int:
         """Split each slab's rows into blocks so that there are work items for every thread."""
-        target = 8 * numba.get_num_threads()
+        target = 8 * _thread_counts()[0]()
         if slabs >= target:
             return max(rows, 1)
         blocks = min(rows, -(-target // max(slabs, 1)))
@@ -192,7 +223,7 @@ class CpuBackend:
     @staticmethod
     def _chunks(items: int) -> int:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
-        return max(1, min(items, 32 * numba.get_num_threads()))
+        return max(1, min(items, 32 * _thread_counts()[0]()))
 
     def avg_pool(self, x, y, tab, dims, stream=None) -> None:
         xf, xg = flat_geometry(x)
@@ -287,7 +318,7 @@ class CpuBackend:
     def _sparse_chunks(planes: int) -> int:
         """Chunks for the sparse max backward: each zeroes a plane of accumulators once, so
         use few (all planes cost the same, so few chunks still balance)."""
-        t = numba.get_num_threads()
+        t = _thread_counts()[0]()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
 
