@@ -14,7 +14,7 @@ from typing import Any
 
 from . import report
 from .compile import measure_compile, render_compile
-from .runner import Settings, cuda_available, run_cases
+from .runner import Settings, WorkerError, Workers, run_cases
 from .suite import DEFAULT_DTYPES, DTYPES, cases_for, parse_shape, random_cases, select_ops, suite
 
 __all__ = ["main", "parser"]
@@ -191,22 +191,32 @@ def main(argv: list[str]) -> int:
         if importlib.util.find_spec("torch") is None:
             log("bench: PyTorch is not installed; timing adaptive_pool alone")
             with_torch = False
-    backends = (_split(args.backends, ("cpu", "cuda"), "backend") if args.backends
-                else ["cpu", "cuda"] if cuda_available() else ["cpu"])
-    cases = cases_for(ops, dtypes, backends, shapes, args.index_dtype)
-    if not cases:
-        print("bench: no case matches (an operator's rank must equal the number of output "
-              "sizes)", file=sys.stderr)
+    asked = _split(args.backends, ("cpu", "cuda"), "backend") if args.backends else None
+    try:
+        workers = Workers(with_torch)
+    except WorkerError as e:
+        print(f"bench: {e}", file=sys.stderr)
         return 2
-    settings = Settings(repeat=repeat, block=block, warmup=args.warmup,
-                        min_sample_s=(args.min_sample_ms if args.min_sample_ms is not None
-                                      else 2 if q else 10) / 1e3, seed=seed)
-    meta.update(seed=seed, random=n_random, repeat=repeat, block=block,
-                min_sample_ms=settings.min_sample_s * 1e3, warmup=args.warmup,
-                index_dtype=args.index_dtype, with_torch=with_torch, backends=backends)
-    show = _progress(len(cases), args.quiet)
-    res = run_cases(cases, settings, with_torch, show,
-                    copy_bytes=(64 << 20) if q else (512 << 20))
+    with workers:
+        gpu = workers.cuda_available()
+        if asked and "cuda" in asked and not gpu:
+            print("bench: backend cuda unavailable: adaptive_pool sees no CUDA GPU",
+                  file=sys.stderr)
+            return 2
+        backends = asked or (["cpu", "cuda"] if gpu else ["cpu"])
+        cases = cases_for(ops, dtypes, backends, shapes, args.index_dtype)
+        if not cases:
+            print("bench: no case matches (an operator's rank must equal the number of output "
+                  "sizes)", file=sys.stderr)
+            return 2
+        settings = Settings(repeat=repeat, block=block, warmup=args.warmup,
+                            min_sample_s=(args.min_sample_ms if args.min_sample_ms is not None
+                                          else 2 if q else 10) / 1e3, seed=seed)
+        meta.update(seed=seed, random=n_random, repeat=repeat, block=block,
+                    min_sample_ms=settings.min_sample_s * 1e3, warmup=args.warmup,
+                    index_dtype=args.index_dtype, with_torch=with_torch, backends=backends)
+        res = run_cases(workers, cases, settings, _progress(len(cases), args.quiet),
+                        copy_bytes=(64 << 20) if q else (512 << 20))
     if not args.quiet and sys.stderr.isatty():
         sys.stderr.write("\r\x1b[2K")
     meta["workers"] = res["workers"]

@@ -1,4 +1,4 @@
-"""Compile cost (``--compile``, ``--compile-only``): import time and first calls, in fresh processes.
+"""Compile cost (``--compile``, ``--compile-only``): import time and first calls, fresh processes.
 
 ``import adaptive_pool`` is timed in fresh interpreters. Each operator's first call is timed in
 a fresh process per dtype twice: with an empty Numba cache directory (cold: the kernels compile)

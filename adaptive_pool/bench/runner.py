@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 from .check import compare
 from .suite import Case, case_seed
 
-__all__ = ["Worker", "WorkerError", "Result", "Settings", "run_cases", "quartiles"]
+__all__ = ["Worker", "Workers", "WorkerError", "Result", "Settings", "run_cases", "quartiles"]
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 # the folder holding the adaptive_pool package this runner belongs to
@@ -203,19 +203,48 @@ def run_case(ours: Worker, theirs: Optional[Worker], case: Case, s: Settings) ->
     return r
 
 
-def run_cases(cases: list[Case], settings: Settings, with_torch: bool,
+class Workers:
+    """Our worker and, optionally, PyTorch's, for the length of a ``with`` block."""
+
+    def __init__(self, with_torch: bool) -> None:
+        self.ours = Worker("ours")
+        self.theirs: Optional[Worker] = None
+        try:
+            self.theirs = Worker("torch") if with_torch else None
+        except WorkerError:
+            self.ours.close()
+            raise
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in (self.ours, self.theirs):
+            if w is not None:
+                w.close()
+
+    def cuda_available(self) -> bool:
+        """Whether adaptive_pool can run CUDA arrays here (asked of our worker: the runner
+        imports no GPU library)."""
+        return bool(self.ours.request("cuda_available").get("cuda_available"))
+
+
+def run_cases(workers: Workers, cases: list[Case], settings: Settings,
               progress: Callable[[int, Case], None] = lambda k, c: None,
               copy_bytes: int = 0) -> dict[str, Any]:
     """Time every case; the results and what the workers say about themselves.
 
     Parameters
     ----------
+    workers : Workers
+        Ours, and PyTorch's unless only ours is timed.
     cases : list of Case
         In report order.
     settings : Settings
         Samples, blocks, warm-up, sample length and the data seed.
-    with_torch : bool
-        Start PyTorch's worker too (otherwise only ours is timed).
     progress : callable
         Called with the index and case before each case.
     copy_bytes : int
@@ -227,36 +256,20 @@ def run_cases(cases: list[Case], settings: Settings, with_torch: bool,
         ``results`` (list of :class:`Result`), ``workers`` (each worker's ``info`` per backend)
         and ``copy_bandwidth`` (per backend).
     """
-    ours = Worker("ours")
-    theirs = None
-    try:
-        theirs = Worker("torch") if with_torch else None
-        backends = list(dict.fromkeys(c.backend for c in cases))
-        out: dict[str, Any] = {"workers": {}, "copy_bandwidth": {}, "results": []}
-        if copy_bytes:
-            for be in backends:
-                bw = ours.request("copy_bandwidth", backend=be, nbytes=copy_bytes, repeat=5)
-                if "error" not in bw:
-                    out["copy_bandwidth"][be] = bw
-        for k, c in enumerate(cases):
-            progress(k, c)
-            out["results"].append(run_case(ours, theirs, c, settings))
+    ours, theirs = workers.ours, workers.theirs
+    backends = list(dict.fromkeys(c.backend for c in cases))
+    out: dict[str, Any] = {"workers": {}, "copy_bandwidth": {}, "results": []}
+    if copy_bytes:
         for be in backends:
-            for name, w in (("ours", ours), ("torch", theirs)):
-                if w is not None:
-                    # asked last: Numba names its threading layer only after a parallel launch
-                    out["workers"].setdefault(be, {})[name] = w.request("info", backend=be)
-        return out
-    finally:
-        ours.close()
-        if theirs is not None:
-            theirs.close()
-
-
-def cuda_available() -> bool:
-    """Whether adaptive_pool can run CUDA arrays here, asked of a worker (no import here)."""
-    w = Worker("ours")
-    try:
-        return bool(w.request("cuda_available").get("cuda_available"))
-    finally:
-        w.close()
+            bw = ours.request("copy_bandwidth", backend=be, nbytes=copy_bytes, repeat=5)
+            if "error" not in bw:
+                out["copy_bandwidth"][be] = bw
+    for k, c in enumerate(cases):
+        progress(k, c)
+        out["results"].append(run_case(ours, theirs, c, settings))
+    for be in backends:
+        for name, w in (("ours", ours), ("torch", theirs)):
+            if w is not None:
+                # asked last: Numba names its threading layer only after a parallel launch
+                out["workers"].setdefault(be, {})[name] = w.request("info", backend=be)
+    return out

@@ -151,8 +151,9 @@ class Server:
         return {"samples": samples}
 
     def release(self, req: dict) -> dict:
+        # dropping the references frees the case's arrays (no cycles hold them): a full
+        # collection here would cost more than many small cases
         self.fn = self.side = None
-        gc.collect()
         return {}
 
 
