@@ -67,7 +67,10 @@ def measure_compile(ops: list[str], dtypes: list[str], repeat: int,
     log : callable
         Progress messages.
     """
-    env = dict(os.environ)
+    # the fresh interpreters import the adaptive_pool this module belongs to
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
     out: dict[str, Any] = {"import_s": [], "first_call": {}, "ops": ops}
     for _ in range(max(3, min(repeat, 7))):
         r = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True,
