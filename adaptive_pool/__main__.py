@@ -1,4 +1,8 @@
-"""Command line: ``python -m adaptive_pool demo|bench [options]``."""
+"""Command line: ``python -m adaptive_pool demo|bench [options]``.
+
+``bench`` is the package :mod:`adaptive_pool.bench`; its first argument may name a mode
+(``bench torch ...``, ``bench dask ...``) that it imports only when asked for.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m adaptive_pool {demo,bench} [options]\n")
         print("  demo   run every operator on example data, on every backend, checked")
-        print("  bench  time every operator against PyTorch (see `bench --help`)")
+        print("  bench  time every operator against PyTorch, each in its own process "
+              "(see `bench --help`;\n         modes: `bench torch ...`, `bench dask ...`)")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "demo":

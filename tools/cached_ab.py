@@ -6,8 +6,10 @@ faster in an in-process A/B and run 2.5x slower for every user. So kernel change
 here the way users run them. Each version is a directory holding an ``adaptive_pool`` package
 (a git worktree, say); it first compiles into a cache directory of its own, then every round
 times each version in a fresh process that loads its kernels from that cache, with
-``python -m adaptive_pool bench --no-torch``. Rounds alternate the versions, so a drift of the
-machine's speed reaches all of them; the table shows each case's best median over the rounds.
+``python -m adaptive_pool bench --no-torch --seed 0`` (a fixed seed: the same data, and the same
+random shapes, in every process). Rounds alternate the versions, so a drift of the machine's speed
+reaches all of them; the table shows each case's best median over the rounds, for the cases that
+every version ran (an older version may know fewer operators).
 
     git worktree add /tmp/wt-base HEAD
     python tools/cached_ab.py --shapes 16x64x64x64:9x11 --dtypes float32,bfloat16 \\
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from adaptive_pool.bench import shape_text
+from adaptive_pool.bench.suite import shape_text
 
 
 def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
@@ -28,7 +30,7 @@ def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         cmd = [sys.executable, "-m", "adaptive_pool", "bench", "--no-torch", "--quiet",
                "--ops", args.ops, "--dtypes", args.dtypes, "--repeat", str(repeat),
-               "--json", f.name]
+               "--seed", "0", "--json", f.name]
         if args.shapes:
             cmd += ["--shapes", *args.shapes]
         env = dict(os.environ, PYTHONPATH=os.path.abspath(path), NUMBA_CACHE_DIR=cache)
@@ -42,8 +44,8 @@ def bench(path: str, cache: str, args: argparse.Namespace, repeat: int) -> dict:
     errors = [f"{c['op']} {c['dtype']}: {c['error']}" for c in cases if c["error"]]
     if errors:
         raise SystemExit(f"{path}:\n" + "\n".join(errors))
-    return {(c["op"], c["dtype"], shape_text(c["x_shape"], c["out_size"])): c["ours_s"]
-            for c in cases}
+    return {(c["op"], c["dtype"], shape_text(tuple(c["x_shape"]), tuple(c["out_size"]))):
+            c["ours_s"] for c in cases}
 
 
 def main() -> int:
@@ -71,6 +73,8 @@ def main() -> int:
     print("case".ljust(44) + "".join(f"{n:>12}" for n in names)
           + "".join(f"{n + '/' + names[0]:>16}" for n in names[1:]))
     for case in dict.fromkeys(c for c, _ in best):
+        if any((case, n) not in best for n in names):
+            continue  # a case that not every version knows
         row = [best[case, n] for n in names]
         print(" ".join(case).ljust(44) + "".join(f"{t * 1e3:10.3f}ms" for t in row)
               + "".join(f"{t / row[0]:16.3f}" for t in row[1:]))
