@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError, MissingArgumentError
-from . import ops
+from . import _functorch as calls
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -75,7 +75,7 @@ def output_sizes(x: Tensor, output_size: Size, spatial: int, name: str = "output
 
 def _avg(spatial: int) -> Any:
     def pool(input: Tensor, output_size: Size) -> Tensor:
-        return ops.avg_pool(input, output_sizes(input, output_size, spatial))
+        return calls.avg_pool(input, output_sizes(input, output_size, spatial))
 
     pool.__name__ = pool.__qualname__ = f"adaptive_avg_pool{spatial}d"
     pool.__doc__ = f"""Adaptive average pooling over the last {spatial} axes, as
@@ -98,7 +98,7 @@ def _avg(spatial: int) -> Any:
 
 def _max(spatial: int) -> Any:
     def pool(input: Tensor, output_size: Size, return_indices: bool = False) -> Any:
-        y, indices = ops.max_pool(input, output_sizes(input, output_size, spatial), torch.int64)
+        y, indices = calls.max_pool(input, output_sizes(input, output_size, spatial), torch.int64)
         return (y, indices) if return_indices else y
 
     pool.__name__ = pool.__qualname__ = f"adaptive_max_pool{spatial}d"

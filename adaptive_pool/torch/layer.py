@@ -19,7 +19,7 @@ from ..arguments import check_index_dtype, check_rank, parse_output_size, requir
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..executors import OPERATORS
 from ..functional import backward_executor, forward_executor
-from . import ops
+from . import _functorch as calls
 from ._bridge import as_array, current_stream, new_output, torch_index_dtype
 
 __all__ = ["run"]
@@ -121,8 +121,8 @@ def run(name: str, *args: Any, out: Any = None, indices_out: Any = None, stream:
     sizes = list(parse_output_size(output_size, tuple(x.shape[x.dim() - op.spatial :])))
     with _on_stream(stream, x):
         if op.max:
-            return ops.max_pool(x, sizes, torch_index_dtype(index_dtype))
-        return ops.avg_pool(x, sizes)
+            return calls.max_pool(x, sizes, torch_index_dtype(index_dtype))
+        return calls.avg_pool(x, sizes)
 
 
 def _forward_into(op, x, output_size, index_dtype, out, indices_out, stream) -> Any:
@@ -154,8 +154,8 @@ def _backward(op, grad_output, x, indices=None, *, out, stream) -> Any:
     if out is None:
         with _on_stream(stream, x):
             if op.max:
-                return ops.max_pool_backward(grad_output, x, indices, op.spatial)
-            return ops.avg_pool_backward(grad_output, x, op.spatial)
+                return calls.max_pool_backward(grad_output, x, indices, op.spatial)
+            return calls.avg_pool_backward(grad_output, x, op.spatial)
     _refuse_grad(op.name, tensors)
     arrays = {k: as_array(t, k) for k, t in tensors.items()}
     ex = backward_executor(op.name, **arrays)
