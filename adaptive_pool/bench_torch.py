@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="shapes to run instead of the suite, e.g. 8x64x56x56:7x7")
     p.add_argument("--quick", action="store_true", help="small shapes, few repeats")
     p.add_argument("--repeats", type=int, default=None, help="samples per side (default 7)")
+    p.add_argument("--calls", type=int, default=None,
+                   help="calls per overhead sample (default 1000)")
     p.add_argument("--no-suite", action="store_true", help="only the per-call overhead")
     args = p.parse_args(argv)
 
@@ -177,11 +179,12 @@ def main(argv: list[str] | None = None) -> int:
           f"dtype {args.dtype}, torch threads {torch.get_num_threads()}, numba threads "
           f"{numba.get_num_threads()}, {repeats} alternating samples per side (medians)\n")
     if not args.no_suite:
-        header = ["operator", "shape", "ours fwd ms", "torch fwd ms", "ratio",
-                  "ours fwd+bwd ms", "torch fwd+bwd ms", "ratio"]
+        header = ["operator", "shape", "ours fwd ms", "torch fwd ms", "ours/torch",
+                  "ours fwd+bwd ms", "torch fwd+bwd ms", "ours/torch"]
         print(_table(header, suite_rows(shapes, args.dtype, args.device, repeats)))
         print()
-    rows = overhead_rows(args.device, max(repeats, 15), 200 if args.quick else 1000)
+    calls = args.calls or (200 if args.quick else 1000)
+    rows = overhead_rows(args.device, max(repeats, 15), calls)
     print(_table(["tiny call (1x1x2x2 -> 1x1)", "us per call"], rows))
     return 0
 

@@ -336,3 +336,14 @@ def test_swap_modules_in_place():
     assert seen == ["adaptive_pool.torch.modules"] and i.dtype == torch.int64
     root = apt.swap_modules(torch.nn.AdaptiveAvgPool3d(2))
     assert type(root) is apt.AdaptiveAvgPool3d
+
+
+# -- the benchmark's torch mode -------------------------------------------------------------------
+def test_bench_torch_runs(capsys):
+    from adaptive_pool.bench_torch import main
+
+    assert main(["--shapes", "2x3x9x10:4x3", "1x2x5x6x7:2x3x4", "--repeats", "1",
+                 "--calls", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "adaptive_avg_pool2d" in out and "adaptive_max_pool3d" in out
+    assert "torch.ops.adaptive_pool.avg_pool" in out
