@@ -28,7 +28,13 @@ __all__ = ["run"]
 def _tensors(**arrays: Any) -> dict[str, torch.Tensor]:
     """The non-None arguments, checked to be tensors on one device."""
     given = {k: a for k, a in arrays.items() if a is not None}
-    first = next(k for k, a in given.items() if isinstance(a, torch.Tensor))
+    first = next((k for k, a in given.items() if isinstance(a, torch.Tensor)), None)
+    if first is None:  # a torch object that is not a tensor (a Size, a dtype, ...)
+        k, a = next(iter(given.items()))
+        raise AdaptivePoolTypeError(
+            f"{k} must be an array or a tensor, got {type(a).__module__}.{type(a).__name__}",
+            argument=k,
+        )
     for k, a in given.items():
         if not isinstance(a, torch.Tensor):
             raise AdaptivePoolTypeError(
