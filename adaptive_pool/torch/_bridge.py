@@ -1,0 +1,88 @@
+"""Tensors as the arrays the executors take, and outputs allocated by torch.
+
+CPU tensors become NumPy views of their memory (no copy; bfloat16 through an ``int16`` view
+re-read as ``ml_dtypes.bfloat16``, since NumPy has no torch bfloat16). CUDA tensors are handed to
+the CUDA backend as they are (detached: a tensor that requires grad refuses its
+``__cuda_array_interface__``), with PyTorch's current stream. Every result is allocated by torch
+and written through such a view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..dtypes import bfloat16
+from ..errors import AdaptivePoolTypeError
+
+__all__ = ["as_array", "new_output", "current_stream", "numpy_index_dtype", "torch_index_dtype"]
+
+#: torch dtypes the kernels read or write: the four data types and the two index types.
+_NUMPY = {
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+    torch.float16: np.dtype(np.float16),
+    torch.bfloat16: bfloat16,
+    torch.int32: np.dtype(np.int32),
+    torch.int64: np.dtype(np.int64),
+}
+_INDEX = {np.dtype(np.int32): torch.int32, np.dtype(np.int64): torch.int64}
+
+
+def as_array(t: torch.Tensor, argument: str) -> Any:
+    """The executor-side array of ``t``: a NumPy view (CPU) or the detached tensor (CUDA)."""
+    if t.dtype not in _NUMPY:
+        raise AdaptivePoolTypeError(
+            f"{argument} has dtype {t.dtype}; accepted: float32, float64, float16, bfloat16 "
+            f"(and int32 or int64 for indices)",
+            argument=argument,
+        )
+    t = t.detach()
+    if t.device.type == "cpu":
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(bfloat16)
+        return t.numpy()
+    if t.device.type == "cuda":
+        return t
+    raise AdaptivePoolTypeError(
+        f"{argument} is on device {t.device}; adaptive_pool runs on CPU and CUDA tensors",
+        argument=argument,
+    )
+
+
+def _memory_format(x: torch.Tensor) -> torch.memory_format:
+    """The layout a result of ``x`` is allocated in: channels-last when ``x`` is (as PyTorch's
+    pooling does), else contiguous. The fake kernels call this too, so strides always match."""
+    if x.dim() in (4, 5) and not x.is_contiguous():
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        if x.is_contiguous(memory_format=fmt):
+            return fmt
+    return torch.contiguous_format
+
+
+def new_output(x: torch.Tensor, shape: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """An uninitialised result of ``shape`` on ``x``'s device, laid out like ``x``."""
+    fmt = _memory_format(x) if len(shape) == x.dim() else torch.contiguous_format
+    return torch.empty(
+        tuple(shape), dtype=dtype or x.dtype, device=x.device, memory_format=fmt
+    )
+
+
+def current_stream(t: torch.Tensor) -> Any:
+    """PyTorch's current stream on ``t``'s device (None for CPU tensors)."""
+    if t.device.type == "cuda":
+        return torch.cuda.current_stream(t.device)
+    return None
+
+
+def numpy_index_dtype(dtype: torch.dtype) -> Any:
+    """The NumPy dtype of torch.int32 / torch.int64 (anything else is returned as it is, for
+    :func:`~adaptive_pool.arguments.check_index_dtype` to refuse by name)."""
+    return _NUMPY.get(dtype, dtype) if dtype in _INDEX.values() else dtype
+
+
+def torch_index_dtype(dtype: np.dtype) -> torch.dtype:
+    """torch.int32 or torch.int64 for a validated NumPy index dtype."""
+    return _INDEX[np.dtype(dtype)]

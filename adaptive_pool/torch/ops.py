@@ -1,0 +1,222 @@
+"""The registered operators: ``torch.ops.adaptive_pool.{avg_pool,max_pool}{,_backward}``.
+
+One operator per algorithm and direction; the rank (1, 2 or 3 spatial axes) is the length of
+``output_size`` for a forward and the ``spatial`` argument for a backward, as the executors run
+every rank through one kernel. Each operator has
+
+* a real kernel that plans with the executors and writes a torch-allocated result through a
+  zero-copy view (:mod:`._bridge`), on PyTorch's current stream for CUDA tensors;
+* a fake kernel returning the real kernel's shape, strides, dtype and device;
+* an autograd rule whose backward is another registered operator (so gradients are our
+  deterministic gathers), with PyTorch's double-backward formulas: the average backward's
+  gradient with respect to ``grad_output`` is the forward pool, the max backward's a gather at
+  the indices (``derivatives.yaml``);
+* a vmap rule folding the vmapped axis into the channels.
+
+Indices are int32 or int64 (``index_dtype``); :mod:`adaptive_pool.torch.functional` asks for
+int64 as PyTorch does.
+"""
+
+import math
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+
+from ..functional import backward_executor, forward_executor
+from ._bridge import as_array, current_stream, new_output, numpy_index_dtype
+
+__all__ = ["avg_pool", "avg_pool_backward", "max_pool", "max_pool_backward"]
+
+
+def _name(kind: str, spatial: int, backward: bool = False) -> str:
+    return f"adaptive_{kind}_pool{spatial}d" + ("_backward" if backward else "")
+
+
+def _pooled_shape(x: Tensor, output_size: list[int]) -> list[Any]:
+    return list(x.shape[: x.dim() - len(output_size)]) + list(output_size)
+
+
+# -- average ------------------------------------------------------------------------------------
+@torch.library.custom_op("adaptive_pool::avg_pool", mutates_args=())
+def avg_pool(x: Tensor, output_size: list[int]) -> Tensor:
+    """Adaptive average pooling over the last ``len(output_size)`` axes of ``x``."""
+    xa = as_array(x, "x")
+    ex = forward_executor(_name("avg", len(output_size)), xa, tuple(output_size))
+    y = new_output(x, ex.y_shape)
+    ex.run(xa, out=as_array(y, "out"), stream=current_stream(x))
+    return y
+
+
+@avg_pool.register_fake
+def _avg_pool_fake(x: Tensor, output_size: list[int]) -> Tensor:
+    return new_output(x, _pooled_shape(x, output_size))
+
+
+@torch.library.custom_op("adaptive_pool::avg_pool_backward", mutates_args=())
+def avg_pool_backward(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
+    """Gradient of :func:`avg_pool` over ``spatial`` axes (``x`` gives the shape and dtype)."""
+    ga, xa = as_array(grad_output, "grad_output"), as_array(x, "x")
+    ex = backward_executor(_name("avg", spatial, True), ga, xa)
+    gi = new_output(x, x.shape)
+    ex.run(xa, grad_output=ga, out=as_array(gi, "out"), stream=current_stream(x))
+    return gi
+
+
+@avg_pool_backward.register_fake
+def _avg_pool_backward_fake(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
+    return new_output(x, x.shape)
+
+
+def _avg_pool_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
+    x, output_size = inputs
+    ctx.save_for_backward(x)
+    ctx.spatial = len(output_size)
+
+
+def _avg_pool_grad(ctx: Any, grad: Tensor) -> tuple:
+    (x,) = ctx.saved_tensors
+    return avg_pool_backward(grad, x, ctx.spatial), None
+
+
+def _avg_pool_backward_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
+    grad_output, _, spatial = inputs
+    ctx.spatial = spatial
+    ctx.output_size = list(grad_output.shape[grad_output.dim() - spatial :])
+
+
+def _avg_pool_backward_grad(ctx: Any, grad: Tensor) -> tuple:
+    # linear in grad_output, independent of x's values: d/d(grad_output) is the forward pool
+    return avg_pool(grad, ctx.output_size), None, None
+
+
+avg_pool.register_autograd(_avg_pool_grad, setup_context=_avg_pool_setup)
+avg_pool_backward.register_autograd(_avg_pool_backward_grad, setup_context=_avg_pool_backward_setup)
+
+
+# -- max ----------------------------------------------------------------------------------------
+@torch.library.custom_op("adaptive_pool::max_pool", mutates_args=())
+def max_pool(x: Tensor, output_size: list[int], index_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """Adaptive max pooling over the last ``len(output_size)`` axes, with flat plane indices."""
+    xa = as_array(x, "x")
+    idt = numpy_index_dtype(index_dtype)
+    ex = forward_executor(_name("max", len(output_size)), xa, tuple(output_size), idt)
+    y = new_output(x, ex.y_shape)
+    indices = new_output(x, ex.y_shape, index_dtype)
+    ex.run(xa, out=as_array(y, "out"), indices_out=as_array(indices, "indices_out"),
+           stream=current_stream(x))
+    return y, indices
+
+
+@max_pool.register_fake
+def _max_pool_fake(
+    x: Tensor, output_size: list[int], index_dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    shape = _pooled_shape(x, output_size)
+    return new_output(x, shape), new_output(x, shape, index_dtype)
+
+
+@torch.library.custom_op("adaptive_pool::max_pool_backward", mutates_args=())
+def max_pool_backward(grad_output: Tensor, x: Tensor, indices: Tensor, spatial: int) -> Tensor:
+    """Gradient of :func:`max_pool`: each input element gathers the gradients that chose it."""
+    ga, xa, ia = as_array(grad_output, "grad_output"), as_array(x, "x"), as_array(indices, "indices")
+    ex = backward_executor(_name("max", spatial, True), ga, xa, ia)
+    gi = new_output(x, x.shape)
+    ex.run(xa, grad_output=ga, indices=ia, out=as_array(gi, "out"), stream=current_stream(x))
+    return gi
+
+
+@max_pool_backward.register_fake
+def _max_pool_backward_fake(
+    grad_output: Tensor, x: Tensor, indices: Tensor, spatial: int
+) -> Tensor:
+    return new_output(x, x.shape)
+
+
+def _max_pool_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
+    x, output_size, _ = inputs
+    _, indices = output
+    ctx.mark_non_differentiable(indices)
+    ctx.save_for_backward(x, indices)
+    ctx.spatial = len(output_size)
+
+
+def _max_pool_grad(ctx: Any, grad: Tensor, _grad_indices: Optional[Tensor]) -> tuple:
+    x, indices = ctx.saved_tensors
+    return max_pool_backward(grad, x, indices, ctx.spatial), None, None
+
+
+def _max_pool_backward_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
+    _, _, indices, spatial = inputs
+    ctx.save_for_backward(indices)
+    ctx.spatial = spatial
+
+
+def _max_pool_backward_grad(ctx: Any, grad: Tensor) -> tuple:
+    # linear in grad_output: d/d(grad_output) reads the incoming gradient at each index
+    (indices,) = ctx.saved_tensors
+    s = ctx.spatial
+    picked = grad.flatten(grad.dim() - s).gather(-1, indices.flatten(indices.dim() - s).long())
+    return picked.reshape(indices.shape), None, None, None
+
+
+max_pool.register_autograd(_max_pool_grad, setup_context=_max_pool_setup)
+max_pool_backward.register_autograd(_max_pool_backward_grad, setup_context=_max_pool_backward_setup)
+
+
+# -- vmap: the vmapped axis joins the channels (pooling treats every plane alike) ---------------
+def _batched(t: Tensor, bdim: Optional[int], size: int) -> Tensor:
+    """``t`` with the vmapped axis first (broadcast when ``t`` is not vmapped)."""
+    if bdim is None:
+        return t.unsqueeze(0).expand(size, *t.shape)
+    return t.movedim(bdim, 0)
+
+
+def _fold(t: Tensor, spatial: int) -> Tensor:
+    """``(B, *lead, *S)`` -> ``(B * prod(lead), *S)``: one unbatched input of many channels."""
+    lead = t.shape[: t.dim() - spatial]
+    return t.reshape((math.prod(lead),) + tuple(t.shape[t.dim() - spatial :]))
+
+
+def _unfold(t: Tensor, lead: Any, spatial: int) -> Tensor:
+    return t.reshape(tuple(lead) + tuple(t.shape[t.dim() - spatial :]))
+
+
+@avg_pool.register_vmap
+def _avg_pool_vmap(info: Any, in_dims: tuple, x: Tensor, output_size: list[int]) -> tuple:
+    s = len(output_size)
+    x = _batched(x, in_dims[0], info.batch_size)
+    y = avg_pool(_fold(x, s), output_size)
+    return _unfold(y, x.shape[: x.dim() - s], s), 0
+
+
+@max_pool.register_vmap
+def _max_pool_vmap(
+    info: Any, in_dims: tuple, x: Tensor, output_size: list[int], index_dtype: torch.dtype
+) -> tuple:
+    s = len(output_size)
+    x = _batched(x, in_dims[0], info.batch_size)
+    lead = x.shape[: x.dim() - s]
+    y, indices = max_pool(_fold(x, s), output_size, index_dtype)
+    return (_unfold(y, lead, s), _unfold(indices, lead, s)), (0, 0)
+
+
+@avg_pool_backward.register_vmap
+def _avg_pool_backward_vmap(
+    info: Any, in_dims: tuple, grad_output: Tensor, x: Tensor, spatial: int
+) -> tuple:
+    g = _batched(grad_output, in_dims[0], info.batch_size)
+    x = _batched(x, in_dims[1], info.batch_size)
+    gi = avg_pool_backward(_fold(g, spatial), _fold(x, spatial), spatial)
+    return _unfold(gi, x.shape[: x.dim() - spatial], spatial), 0
+
+
+@max_pool_backward.register_vmap
+def _max_pool_backward_vmap(
+    info: Any, in_dims: tuple, grad_output: Tensor, x: Tensor, indices: Tensor, spatial: int
+) -> tuple:
+    g = _batched(grad_output, in_dims[0], info.batch_size)
+    x = _batched(x, in_dims[1], info.batch_size)
+    i = _batched(indices, in_dims[2], info.batch_size)
+    gi = max_pool_backward(_fold(g, spatial), _fold(x, spatial), _fold(i, spatial), spatial)
+    return _unfold(gi, x.shape[: x.dim() - spatial], spatial), 0
