@@ -15,6 +15,7 @@ __all__ = [
     "parse_output_size",
     "check_rank",
     "check_index_dtype",
+    "check_flag",
 ]
 
 OutputSize = Union[int, Sequence[Union[int, None]]]
@@ -92,3 +93,13 @@ def check_index_dtype(dtype: object, name: str) -> np.dtype:
             f"{name} must have dtype int32 or int64, got {dtype}", argument=name
         )
     return dt
+
+
+def check_flag(value: object, name: str) -> bool:
+    """``value`` as a bool, or a TypeError naming ``name`` unless it is True or False."""
+    if type(value) not in (bool, np.bool_):
+        raise AdaptivePoolTypeError(
+            f"{name} must be True or False, got {value!r} ({type(value).__name__})",
+            argument=name,
+        )
+    return bool(value)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import windows
-from .arguments import MAX_SIZE, check_index_dtype, check_rank, require
+from .arguments import MAX_SIZE, check_flag, check_index_dtype, check_rank, require
 from .dtypes import DTypeSpec, resolve_dtype
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
 from .limits import require_memory
@@ -418,13 +418,8 @@ def _plan_key(
                 f"(2**31 - 1); use {fix}",
                 argument=idx_name,
             )
-    if type(skipna) not in (bool, np.bool_):
-        raise AdaptivePoolTypeError(
-            f"skipna must be True or False, got {skipna!r} ({type(skipna).__name__})",
-            argument="skipna",
-        )
     # the max backward adds where the indices say, NaN or not: skipna changes nothing there
-    skip = bool(skipna) and not (op_.max and op_.backward)
+    skip = check_flag(skipna, "skipna") and not (op_.max and op_.backward)
     return PlanKey(
         op, backend.name, tuple(int(s) for s in x_shape), out_spatial, spec.dtype, idx, skip
     )

@@ -24,44 +24,46 @@ class _AvgPool(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x: Tensor, output_size: list) -> Tensor:
-        return ops.avg_pool(x, output_size)
+    def forward(x: Tensor, output_size: list, skipna: bool) -> Tensor:
+        return ops.avg_pool(x, output_size, skipna)
 
     setup_context = staticmethod(ops._avg_pool_setup)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple:
         (x,) = ctx.saved_tensors
-        return _AvgPoolBackward.apply(grad, x, ctx.spatial), None
+        return _AvgPoolBackward.apply(grad, x, ctx.spatial, ctx.skipna), None, None
 
 
 class _AvgPoolBackward(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
-        return ops.avg_pool_backward(grad_output, x, spatial)
+    def forward(grad_output: Tensor, x: Tensor, spatial: int, skipna: bool) -> Tensor:
+        return ops.avg_pool_backward(grad_output, x, spatial, skipna)
 
     setup_context = staticmethod(ops._avg_pool_backward_setup)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple:
-        return _AvgPool.apply(grad, ctx.output_size), None, None
+        if ctx.skipna:  # plain PyTorch ops around the registered forward
+            return ops._avg_pool_backward_grad(ctx, grad)
+        return _AvgPool.apply(grad, ctx.output_size, False), None, None, None
 
 
 class _MaxPool(torch.autograd.Function):
     generate_vmap_rule = True
 
     @staticmethod
-    def forward(x: Tensor, output_size: list, index_dtype: torch.dtype) -> tuple:
-        return ops.max_pool(x, output_size, index_dtype)
+    def forward(x: Tensor, output_size: list, index_dtype: torch.dtype, skipna: bool) -> tuple:
+        return ops.max_pool(x, output_size, index_dtype, skipna)
 
     setup_context = staticmethod(ops._max_pool_setup)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor, _grad_indices: Any) -> tuple:
         x, indices = ctx.saved_tensors
-        return _MaxPoolBackward.apply(grad, x, indices, ctx.spatial), None, None
+        return _MaxPoolBackward.apply(grad, x, indices, ctx.spatial), None, None, None
 
 
 class _MaxPoolBackward(torch.autograd.Function):
@@ -80,22 +82,22 @@ def _transforming() -> bool:
     return torch._C._are_functorch_transforms_active()
 
 
-def avg_pool(x: Tensor, output_size: list) -> Tensor:
+def avg_pool(x: Tensor, output_size: list, skipna: bool = False) -> Tensor:
     if _transforming():
-        return _AvgPool.apply(x, output_size)
-    return ops.avg_pool(x, output_size)
+        return _AvgPool.apply(x, output_size, skipna)
+    return ops.avg_pool(x, output_size, skipna)
 
 
-def avg_pool_backward(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
+def avg_pool_backward(grad_output: Tensor, x: Tensor, spatial: int, skipna: bool = False) -> Tensor:
     if _transforming():
-        return _AvgPoolBackward.apply(grad_output, x, spatial)
-    return ops.avg_pool_backward(grad_output, x, spatial)
+        return _AvgPoolBackward.apply(grad_output, x, spatial, skipna)
+    return ops.avg_pool_backward(grad_output, x, spatial, skipna)
 
 
-def max_pool(x: Tensor, output_size: list, index_dtype: torch.dtype) -> tuple:
+def max_pool(x: Tensor, output_size: list, index_dtype: torch.dtype, skipna: bool = False) -> tuple:
     if _transforming():
-        return _MaxPool.apply(x, output_size, index_dtype)
-    return ops.max_pool(x, output_size, index_dtype)
+        return _MaxPool.apply(x, output_size, index_dtype, skipna)
+    return ops.max_pool(x, output_size, index_dtype, skipna)
 
 
 def max_pool_backward(grad_output: Tensor, x: Tensor, indices: Tensor, spatial: int) -> Tensor:

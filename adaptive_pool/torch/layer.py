@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..arguments import check_index_dtype, check_rank, parse_output_size, require
+from ..arguments import check_flag, check_index_dtype, check_rank, parse_output_size, require
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..executors import OPERATORS
 from ..functional import backward_executor, forward_executor
@@ -97,14 +97,14 @@ def _bump(*tensors: Any) -> None:
 
 
 def run(name: str, *args: Any, out: Any = None, indices_out: Any = None, stream: Any = None,
-        index_dtype: Any = None) -> Any:
+        index_dtype: Any = None, skipna: bool = False) -> Any:
     """Compute ``adaptive_pool.<name>(*args, ...)`` on tensors, returning tensors.
 
     Parameters
     ----------
     name : str
         A function of :mod:`adaptive_pool.functional`, e.g. ``"adaptive_max_pool2d_backward"``.
-    *args, out, indices_out, stream, index_dtype
+    *args, out, indices_out, stream, index_dtype, skipna
         That function's arguments, exactly as the caller passed them.
 
     Returns
@@ -113,29 +113,30 @@ def run(name: str, *args: Any, out: Any = None, indices_out: Any = None, stream:
         What the function returns for NumPy arrays, as tensors on the inputs' device.
     """
     op = OPERATORS[name]
+    check_flag(skipna, "skipna")
     if op.backward:
-        return _backward(op, *args, out=out, stream=stream)
+        return _backward(op, *args, out=out, stream=stream, skipna=bool(skipna))
     x, output_size = args
     require(x, "x")
     tensors = _tensors(x=x, out=out, indices_out=indices_out)
     if out is not None or indices_out is not None:
         _refuse_grad(name, tensors)
-        return _forward_into(op, x, output_size, index_dtype, out, indices_out, stream)
+        return _forward_into(op, x, output_size, index_dtype, out, indices_out, stream, skipna)
     if op.max:
         index_dtype = check_index_dtype(index_dtype, "index_dtype")
     check_rank(tuple(x.shape), op.ranks, "x", op.layout)
     sizes = list(parse_output_size(output_size, tuple(x.shape[x.dim() - op.spatial :])))
     with _on_stream(stream, x):
         if op.max:
-            return calls.max_pool(x, sizes, torch_index_dtype(index_dtype))
-        return calls.avg_pool(x, sizes)
+            return calls.max_pool(x, sizes, torch_index_dtype(index_dtype), bool(skipna))
+        return calls.avg_pool(x, sizes, bool(skipna))
 
 
-def _forward_into(op, x, output_size, index_dtype, out, indices_out, stream) -> Any:
+def _forward_into(op, x, output_size, index_dtype, out, indices_out, stream, skipna) -> Any:
     xa = as_array(x, "x")
     oa = as_array(out, "out") if out is not None else None
     ia = as_array(indices_out, "indices_out") if indices_out is not None else None
-    ex = forward_executor(op.name, xa, output_size, index_dtype, out=oa, indices_out=ia)
+    ex = forward_executor(op.name, xa, output_size, index_dtype, skipna, out=oa, indices_out=ia)
     y = out if out is not None else new_output(x, ex.y_shape)
     stream = current_stream(x) if stream is None else stream
     if op.max:
@@ -151,7 +152,7 @@ def _forward_into(op, x, output_size, index_dtype, out, indices_out, stream) -> 
     return y
 
 
-def _backward(op, grad_output, x, indices=None, *, out, stream) -> Any:
+def _backward(op, grad_output, x, indices=None, *, out, stream, skipna) -> Any:
     require(grad_output, "grad_output")
     require(x, "x")
     if op.max:
@@ -161,10 +162,10 @@ def _backward(op, grad_output, x, indices=None, *, out, stream) -> Any:
         with _on_stream(stream, x):
             if op.max:
                 return calls.max_pool_backward(grad_output, x, indices, op.spatial)
-            return calls.avg_pool_backward(grad_output, x, op.spatial)
+            return calls.avg_pool_backward(grad_output, x, op.spatial, skipna)
     _refuse_grad(op.name, tensors)
     arrays = {k: as_array(t, k) for k, t in tensors.items()}
-    ex = backward_executor(op.name, **arrays)
+    ex = backward_executor(op.name, **arrays, skipna=skipna)
     ex.run(arrays["x"], grad_output=arrays["grad_output"], indices=arrays.get("indices"),
            out=arrays["out"], stream=current_stream(x) if stream is None else stream)
     _bump(out)

@@ -39,55 +39,72 @@ def _pooled_shape(x: Tensor, output_size: list[int]) -> list[Any]:
 
 # -- average ------------------------------------------------------------------------------------
 @torch.library.custom_op("adaptive_pool::avg_pool", mutates_args=())
-def avg_pool(x: Tensor, output_size: list[int]) -> Tensor:
-    """Adaptive average pooling over the last ``len(output_size)`` axes of ``x``."""
+def avg_pool(x: Tensor, output_size: list[int], skipna: bool = False) -> Tensor:
+    """Adaptive average pooling over the last ``len(output_size)`` axes of ``x`` (of its
+    non-NaN elements with ``skipna``)."""
     xa = as_array(x, "x")
-    ex = forward_executor(_name("avg", len(output_size)), xa, tuple(output_size))
+    ex = forward_executor(_name("avg", len(output_size)), xa, tuple(output_size), skipna=skipna)
     y = new_output(x, ex.y_shape)
     ex.run(xa, out=as_array(y, "out"), stream=current_stream(x))
     return y
 
 
 @avg_pool.register_fake
-def _avg_pool_fake(x: Tensor, output_size: list[int]) -> Tensor:
+def _avg_pool_fake(x: Tensor, output_size: list[int], skipna: bool = False) -> Tensor:
     return new_output(x, _pooled_shape(x, output_size))
 
 
 @torch.library.custom_op("adaptive_pool::avg_pool_backward", mutates_args=())
-def avg_pool_backward(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
-    """Gradient of :func:`avg_pool` over ``spatial`` axes (``x`` gives the shape and dtype)."""
+def avg_pool_backward(
+    grad_output: Tensor, x: Tensor, spatial: int, skipna: bool = False
+) -> Tensor:
+    """Gradient of :func:`avg_pool` over ``spatial`` axes (``x`` gives the shape and dtype, and
+    with ``skipna`` which elements are NaN)."""
     ga, xa = as_array(grad_output, "grad_output"), as_array(x, "x")
-    ex = backward_executor(_name("avg", spatial, True), ga, xa)
+    ex = backward_executor(_name("avg", spatial, True), ga, xa, skipna=skipna)
     gi = new_output(x, x.shape)
     ex.run(xa, grad_output=ga, out=as_array(gi, "out"), stream=current_stream(x))
     return gi
 
 
 @avg_pool_backward.register_fake
-def _avg_pool_backward_fake(grad_output: Tensor, x: Tensor, spatial: int) -> Tensor:
+def _avg_pool_backward_fake(
+    grad_output: Tensor, x: Tensor, spatial: int, skipna: bool = False
+) -> Tensor:
     return new_output(x, x.shape)
 
 
 def _avg_pool_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
-    x, output_size = inputs
+    x, output_size, skipna = inputs
     ctx.save_for_backward(x)
     ctx.spatial = len(output_size)
+    ctx.skipna = skipna
 
 
 def _avg_pool_grad(ctx: Any, grad: Tensor) -> tuple:
     (x,) = ctx.saved_tensors
-    return avg_pool_backward(grad, x, ctx.spatial), None
+    return avg_pool_backward(grad, x, ctx.spatial, ctx.skipna), None, None
 
 
 def _avg_pool_backward_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
-    grad_output, _, spatial = inputs
+    grad_output, x, spatial, skipna = inputs
     ctx.spatial = spatial
+    ctx.skipna = skipna
     ctx.output_size = list(grad_output.shape[grad_output.dim() - spatial :])
+    if skipna:
+        ctx.save_for_backward(x)
 
 
 def _avg_pool_backward_grad(ctx: Any, grad: Tensor) -> tuple:
-    # linear in grad_output, independent of x's values: d/d(grad_output) is the forward pool
-    return avg_pool(grad, ctx.output_size), None, None
+    # linear in grad_output: d/d(grad_output) is the forward pool, over x's non-NaN elements
+    # with skipna (0 for cells that have none: their grad_output reaches no input)
+    if not ctx.skipna:
+        return avg_pool(grad, ctx.output_size), None, None, None
+    (x,) = ctx.saved_tensors
+    nan = torch.isnan(x)
+    pooled = avg_pool(grad.masked_fill(nan, float("nan")), ctx.output_size, True)
+    reached = avg_pool((~nan).to(grad.dtype), ctx.output_size) > 0
+    return torch.where(reached, pooled, torch.zeros_like(pooled)), None, None, None
 
 
 avg_pool.register_autograd(_avg_pool_grad, setup_context=_avg_pool_setup)
@@ -96,11 +113,14 @@ avg_pool_backward.register_autograd(_avg_pool_backward_grad, setup_context=_avg_
 
 # -- max ----------------------------------------------------------------------------------------
 @torch.library.custom_op("adaptive_pool::max_pool", mutates_args=())
-def max_pool(x: Tensor, output_size: list[int], index_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """Adaptive max pooling over the last ``len(output_size)`` axes, with flat plane indices."""
+def max_pool(
+    x: Tensor, output_size: list[int], index_dtype: torch.dtype, skipna: bool = False
+) -> tuple[Tensor, Tensor]:
+    """Adaptive max pooling over the last ``len(output_size)`` axes, with flat plane indices
+    (NaN never wins with ``skipna``)."""
     xa = as_array(x, "x")
     idt = numpy_index_dtype(index_dtype)
-    ex = forward_executor(_name("max", len(output_size)), xa, tuple(output_size), idt)
+    ex = forward_executor(_name("max", len(output_size)), xa, tuple(output_size), idt, skipna)
     y = new_output(x, ex.y_shape)
     indices = new_output(x, ex.y_shape, index_dtype)
     ex.run(xa, out=as_array(y, "out"), indices_out=as_array(indices, "indices_out"),
@@ -110,7 +130,7 @@ def max_pool(x: Tensor, output_size: list[int], index_dtype: torch.dtype) -> tup
 
 @max_pool.register_fake
 def _max_pool_fake(
-    x: Tensor, output_size: list[int], index_dtype: torch.dtype
+    x: Tensor, output_size: list[int], index_dtype: torch.dtype, skipna: bool = False
 ) -> tuple[Tensor, Tensor]:
     shape = _pooled_shape(x, output_size)
     return new_output(x, shape), new_output(x, shape, index_dtype)
@@ -134,7 +154,7 @@ def _max_pool_backward_fake(
 
 
 def _max_pool_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
-    x, output_size, _ = inputs
+    x, output_size, _, _ = inputs
     _, indices = output
     ctx.mark_non_differentiable(indices)
     ctx.save_for_backward(x, indices)
@@ -143,7 +163,7 @@ def _max_pool_setup(ctx: Any, inputs: tuple, output: tuple) -> None:
 
 def _max_pool_grad(ctx: Any, grad: Tensor, _grad_indices: Optional[Tensor]) -> tuple:
     x, indices = ctx.saved_tensors
-    return max_pool_backward(grad, x, indices, ctx.spatial), None, None
+    return max_pool_backward(grad, x, indices, ctx.spatial), None, None, None
 
 
 def _max_pool_backward_setup(ctx: Any, inputs: tuple, output: Tensor) -> None:
@@ -183,31 +203,38 @@ def _unfold(t: Tensor, lead: Any, spatial: int) -> Tensor:
 
 
 @avg_pool.register_vmap
-def _avg_pool_vmap(info: Any, in_dims: tuple, x: Tensor, output_size: list[int]) -> tuple:
+def _avg_pool_vmap(
+    info: Any, in_dims: tuple, x: Tensor, output_size: list[int], skipna: bool = False
+) -> tuple:
     s = len(output_size)
     x = _batched(x, in_dims[0], info.batch_size)
-    y = avg_pool(_fold(x, s), output_size)
+    y = avg_pool(_fold(x, s), output_size, skipna)
     return _unfold(y, x.shape[: x.dim() - s], s), 0
 
 
 @max_pool.register_vmap
 def _max_pool_vmap(
-    info: Any, in_dims: tuple, x: Tensor, output_size: list[int], index_dtype: torch.dtype
+    info: Any,
+    in_dims: tuple,
+    x: Tensor,
+    output_size: list[int],
+    index_dtype: torch.dtype,
+    skipna: bool = False,
 ) -> tuple:
     s = len(output_size)
     x = _batched(x, in_dims[0], info.batch_size)
     lead = x.shape[: x.dim() - s]
-    y, indices = max_pool(_fold(x, s), output_size, index_dtype)
+    y, indices = max_pool(_fold(x, s), output_size, index_dtype, skipna)
     return (_unfold(y, lead, s), _unfold(indices, lead, s)), (0, 0)
 
 
 @avg_pool_backward.register_vmap
 def _avg_pool_backward_vmap(
-    info: Any, in_dims: tuple, grad_output: Tensor, x: Tensor, spatial: int
+    info: Any, in_dims: tuple, grad_output: Tensor, x: Tensor, spatial: int, skipna: bool = False
 ) -> tuple:
     g = _batched(grad_output, in_dims[0], info.batch_size)
     x = _batched(x, in_dims[1], info.batch_size)
-    gi = avg_pool_backward(_fold(g, spatial), _fold(x, spatial), spatial)
+    gi = avg_pool_backward(_fold(g, spatial), _fold(x, spatial), spatial, skipna)
     return _unfold(gi, x.shape[: x.dim() - spatial], spatial), 0
 
 
