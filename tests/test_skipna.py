@@ -147,3 +147,30 @@ def test_masked_mean_matches_numpy_ma():
     want = x.reshape(3, 4, 3).mean(axis=-1)
     np.testing.assert_array_equal(np.ma.getmaskarray(y), np.ma.getmaskarray(want))
     np.testing.assert_allclose(y.compressed(), want.compressed(), rtol=1e-15)
+
+
+# -- torch tensors ------------------------------------------------------------------------------
+@pytest.mark.parametrize("rank", RANKS)
+def test_skipna_on_tensors_differentiates(torch, rank):
+    """Tensors in, tensors out, the NumPy call's bits; gradients (and second derivatives) of
+    the NaN-skipping average checked by finite differences through a NaN mask."""
+    rng = np.random.default_rng(rank)
+    shape = (2, 3) + (5, 4, 6)[3 - rank :]
+    x = rng.uniform(0.25, 4, size=shape)
+    hole = rng.random(shape) < 0.3
+    xn = np.where(hole, np.nan, x)
+    t = torch.from_numpy(xn)
+    np.testing.assert_array_equal(
+        bits(fn("avg", rank)(t, 3, skipna=True).numpy()), bits(fn("avg", rank)(xn, 3, skipna=True))
+    )
+    ym, im = fn("max", rank)(t, 3, skipna=True)
+    want_y, want_i = fn("max", rank)(xn, 3, skipna=True)
+    np.testing.assert_array_equal(im.numpy(), want_i)
+    mask = torch.from_numpy(hole)
+
+    def pooled(v):
+        return fn("avg", rank)(v.masked_fill(mask, float("nan")), 3, skipna=True).nan_to_num()
+
+    v = torch.from_numpy(x).requires_grad_(True)
+    assert torch.autograd.gradcheck(pooled, (v,))
+    assert torch.autograd.gradgradcheck(pooled, (v,))
