@@ -340,7 +340,7 @@ def test_swap_modules_in_place():
 
 # -- the benchmark's torch mode -------------------------------------------------------------------
 def test_bench_torch_runs(capsys):
-    from adaptive_pool.bench_torch import main
+    from adaptive_pool.bench.torch_mode import main
 
     assert main(["--shapes", "2x3x9x10:4x3", "1x2x5x6x7:2x3x4", "--repeats", "1",
                  "--calls", "2"]) == 0

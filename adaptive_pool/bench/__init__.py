@@ -12,7 +12,7 @@ Modules, one responsibility each:
 * :mod:`.cli`: the options.
 
 Other modes live in modules of their own, imported only when asked for: ``bench torch ...``
-(:mod:`adaptive_pool.bench_torch`) and ``bench dask ...`` (:mod:`adaptive_pool.bench_dask`).
+(:mod:`.torch_mode`) and ``bench dask ...`` (:mod:`.dask_mode`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 __all__ = ["main", "MODES"]
 
 # mode -> the module whose main(argv) -> int runs it
-MODES = {"torch": "adaptive_pool.bench_torch", "dask": "adaptive_pool.bench_dask"}
+MODES = {"torch": "adaptive_pool.bench.torch_mode", "dask": "adaptive_pool.bench.dask_mode"}
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 """Benchmark of the PyTorch layer: adaptive_pool's registered operators against
 ``torch.nn.functional`` on the benchmark suite's shapes, and the per-call overhead.
 
-Run as ``python -m adaptive_pool.bench_torch`` (``--help`` for the options). For each shape both
+Run as ``python -m adaptive_pool bench torch`` (``--help`` for the options). For each shape both
 sides run the same forward (and forward plus backward) on the same tensors; their samples
 alternate (ours, theirs, ours, ...) so that load on a shared machine hits both alike, and the
 report gives each side's median and the ratio of the medians. The overhead table times a tiny
@@ -156,7 +156,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print Markdown tables; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m adaptive_pool.bench_torch", description=__doc__
+    p = argparse.ArgumentParser(prog="python -m adaptive_pool bench torch", description=__doc__
                                 .split("\n\n")[0])
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
     p.add_argument("--dtype", default="float32",
