@@ -129,7 +129,6 @@ def forward_block(
     array or (array, array)
         The block of the result; for the max, with its global flat indices.
     """
-    sp = len(in_sizes)
     spans = [
         tuple(int(v) for v in windows.input_spans(o0, o1, i, o)[0])
         for (o0, o1), i, o in zip(out_ranges, in_sizes, out_sizes)

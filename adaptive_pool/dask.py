@@ -175,7 +175,6 @@ def _forward(
     indices_out: Any = None,
     stream: Any = None,
 ) -> Any:
-    da = _da()
     _no_out(out, "out")
     _no_out(indices_out, "indices_out")
     x = _as_dask(require(x, "x"), "x")
@@ -359,7 +358,8 @@ def _index_check(op: Operator, indices: Any, xs, in_sp, out_sp) -> Any:
         in_sizes=in_sp,
         out_sizes=out_sp,
         shape=tuple(indices.shape),
-        chunks=tuple((1,) * len(c) for c in indices.chunks[:-1]) + ((2,) * len(indices.chunks[-1]),),
+        chunks=tuple((1,) * len(c) for c in indices.chunks[:-1])
+        + ((2,) * len(indices.chunks[-1]),),
         dtype=np.int64,
         meta=np.empty((0,) * nd, np.int64),
     )

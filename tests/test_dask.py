@@ -139,6 +139,36 @@ def test_windows_cut_by_one_element_chunks(dtype):
         )
 
 
+@pytest.mark.parametrize("dtype", [np.float32, ALL_DTYPES[3]], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape, out, chunks",
+    [
+        ((1, 9, 12, 10), (5, 4), (1, 4, 5, 3)),  # 8 planes side by side (lane kernels)
+        ((1, 2, 40, 400), (3, 7), (1, 1, 9, 111)),  # wide windows (row by row)
+        ((1, 1, 300, 310), (2, 3), (1, 1, 70, 64)),  # max windows taken in parts
+    ],
+)
+def test_every_loop_order(dtype, shape, out, chunks):
+    """Blocks may take other loop orders than the whole array: the sums are the same."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-4, 4, size=shape).astype(dtype)
+    dx = da.from_array(x, chunks=chunks)
+    _same(ap.adaptive_avg_pool2d(dx, out).compute(), ap.adaptive_avg_pool2d(x, out))
+    y, i = ap.adaptive_max_pool2d(x, out)
+    gy, gi = dask.compute(*ap.adaptive_max_pool2d(dx, out))
+    _same(gy, y)
+    np.testing.assert_array_equal(gi, i)
+    g = rng.uniform(-1, 1, size=y.shape).astype(dtype)
+    dg = da.from_array(g, chunks=(1, 3, 2, 2))
+    _same(
+        ap.adaptive_avg_pool2d_backward(dg, dx).compute(), ap.adaptive_avg_pool2d_backward(g, x)
+    )
+    _same(
+        ap.adaptive_max_pool2d_backward(dg, dx, da.from_array(i, chunks=2)).compute(),
+        ap.adaptive_max_pool2d_backward(g, x, i),
+    )
+
+
 def test_max_backward_keeps_signed_zero_sums():
     """A -0.0 gradient alone gives +0.0 (sums start at +0.0), also where blocks exclude the
     contributions of argmaxes outside them."""
