@@ -359,3 +359,16 @@ def test_tasks_are_small():
     graph = dict(dask.base.collections_to_expr([g]).__dask_graph__())
     assert len(graph) > 100
     assert max(len(pickle.dumps(t)) for t in graph.values()) < 4000
+
+
+def test_bench_memory_sampler_sees_a_peak():
+    import os
+    import time
+
+    from adaptive_pool.bench_dask import MemorySampler
+
+    with MemorySampler({"me": os.getpid()}, interval=0.01) as mem:
+        a = np.ones(2**26)  # 512 MiB, touched
+        time.sleep(0.1)
+        del a
+    assert mem.peak["me"] >= 2**29 and "me" in mem.report()
