@@ -83,7 +83,7 @@ def _same(got, want):
 
 
 @pytest.mark.parametrize("name", ALL_OPS)
-@settings(max_examples=25)
+@settings(max_examples=settings.default.max_examples * 5 // 8)  # 25 of the default 40
 @given(data=st.data())
 def test_bitwise_equal_to_numpy_for_every_chunking(name, data):
     x, out_sp, x_chunks, g, g_chunks, index_dtype = data.draw(problems(name))
