@@ -121,7 +121,13 @@ class Executor:
         Bytes of workspace (the window tables); 0 for an empty problem.
     """
 
-    def __init__(self, key: PlanKey, backend: Any) -> None:
+    def __init__(self, key: PlanKey, backend: Any, tables: Optional[np.ndarray] = None) -> None:
+        """Plan ``key`` on ``backend``.
+
+        ``tables`` replaces the plan's own window tables with explicit ones in the same layout
+        (for example a block of a larger problem's, from
+        :func:`~adaptive_pool.windows.build_block_tables`); such executors are not cached.
+        """
         self.key = key
         self.op = OPERATORS[key.op]
         self.backend = backend
@@ -141,13 +147,22 @@ class Executor:
         self.empty = n * c == 0 or 0 in out3
         if self.empty:
             self.tables_host = np.empty(0, np.int64)
-        else:
+        elif tables is None:
             self._require_memory(
                 8 * windows.table_size(in3, out3), "the window tables (2 * (I + O) int64 "
                 "entries per axis)", lambda free: f"output sizes up to about "
                 f"{max(0, free // 16 - sum(in3)) // sp} per axis would fit",
             )
             self.tables_host = windows.build_tables(in3, out3)
+        else:
+            size = windows.table_size(in3, out3)
+            if tables.dtype != np.int64 or tables.shape != (size,):
+                raise AdaptivePoolValueError(
+                    f"tables must be a 1-D int64 array of {size} entries for {in3} -> {out3}, "
+                    f"got {tables.dtype} with shape {tables.shape}",
+                    argument="tables",
+                )
+            self.tables_host = tables
         self.workspace_size = int(self.tables_host.nbytes)
         self._tables = backend.tables(self.tables_host) if not self.empty else None
 

@@ -32,6 +32,9 @@ __all__ = [
     "table_size",
     "build_tables",
     "axis_tables",
+    "input_spans",
+    "cover_spans",
+    "build_block_tables",
 ]
 
 # Below this, a*b of two non-negative int64 operands cannot overflow.
@@ -191,3 +194,111 @@ def axis_tables(in_size: int, out_size: int) -> dict[str, np.ndarray]:
         "cover_lo": tab[2 * o : 2 * o + i],
         "cover_hi": tab[2 * o + i :],
     }
+
+
+# -- blocks of a larger problem ------------------------------------------------------------------
+# A block computes output cells [o0, o1) of an axis from the input range [i0, i1) they need (a
+# forward), or input positions [i0, i1) from the output cells that cover them (a backward). Its
+# kernels run on the global tables rebased to the block, so every window keeps its global extent
+# and volume, and each sum sees the same terms in the same order as in the whole problem.
+
+
+@numba.njit(cache=True)
+def _spans(lo, hi, in_size, out_size, cover, res):
+    for k in range(lo.size):
+        if cover:
+            res[k, 0] = cover_lo(lo[k], in_size, out_size)
+            res[k, 1] = cover_hi(hi[k] - 1, in_size, out_size)
+        else:
+            res[k, 0] = start(lo[k], in_size, out_size)
+            res[k, 1] = end(hi[k] - 1, in_size, out_size)
+
+
+def _span_table(lo, hi, in_size: int, out_size: int, cover: bool) -> np.ndarray:
+    lo = np.asarray(lo, np.int64).reshape(-1)
+    hi = np.asarray(hi, np.int64).reshape(-1)
+    if lo.shape != hi.shape or np.any(hi <= lo):
+        raise ValueError("spans need lo < hi, entry by entry")
+    res = np.empty((lo.size, 2), np.int64)
+    _spans(lo, hi, np.int64(in_size), np.int64(out_size), cover, res)
+    return res
+
+
+def input_spans(lo, hi, in_size: int, out_size: int) -> np.ndarray:
+    """The input range ``[start(lo), end(hi - 1))`` that output cells ``[lo, hi)`` read.
+
+    Parameters
+    ----------
+    lo, hi : int or array_like of int
+        Non-empty ranges of output cells (``lo < hi``), one per entry.
+    in_size, out_size : int
+        The axis's input and output sizes.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, 2)
+        Each range's first input position and one past its last.
+    """
+    return _span_table(lo, hi, in_size, out_size, False)
+
+
+def cover_spans(lo, hi, in_size: int, out_size: int) -> np.ndarray:
+    """The output cells ``[cover_lo(lo), cover_hi(hi - 1))`` whose windows meet inputs ``[lo, hi)``.
+
+    Same parameters and result layout as :func:`input_spans`, with ranges of input positions.
+    """
+    return _span_table(lo, hi, in_size, out_size, True)
+
+
+@numba.njit(cache=True)
+def _fill_block_axis(tab, in_size, out_size, i0, i1, o0, o1, base):
+    s_at, e_at, l_at, h_at, _ = table_layout(i1 - i0, o1 - o0, base)
+    for o in range(o1 - o0):
+        tab[s_at + o] = start(o0 + o, in_size, out_size) - i0
+        tab[e_at + o] = end(o0 + o, in_size, out_size) - i0
+    for i in range(i1 - i0):
+        lo = cover_lo(i0 + i, in_size, out_size) - o0
+        hi = cover_hi(i0 + i, in_size, out_size) - o0
+        tab[l_at + i] = min(max(lo, 0), o1 - o0)
+        tab[h_at + i] = min(max(hi, 0), o1 - o0)
+
+
+def build_block_tables(
+    in_sizes: tuple[int, ...],
+    out_sizes: tuple[int, ...],
+    in_ranges: tuple[tuple[int, int], ...],
+    out_ranges: tuple[tuple[int, int], ...],
+) -> np.ndarray:
+    """The packed tables of one block of a larger problem, rebased to the block.
+
+    The layout is :func:`build_tables`'s for the block's own sizes ``(i1 - i0) -> (o1 - o0)``
+    per axis, with the global windows in the block's coordinates:
+
+    * ``start[o] = start(o0 + o) - i0`` and ``end[o] = end(o0 + o) - i0``: a window keeps its
+      global extent and volume, and may reach outside ``[0, i1 - i0)``;
+    * ``cover_lo[i] = cover_lo(i0 + i) - o0`` and ``cover_hi[i] = cover_hi(i0 + i) - o0``, both
+      clipped to ``[0, o1 - o0]``: the block's outputs that cover the block's inputs.
+
+    A forward block takes ``out_ranges`` and their :func:`input_spans` (every window inside the
+    block); a backward block takes ``in_ranges`` and their :func:`cover_spans` (every covering
+    output inside the block).
+
+    Parameters
+    ----------
+    in_sizes, out_sizes : tuple of int
+        The whole problem's input and output size of each axis, outermost first.
+    in_ranges, out_ranges : tuple of (int, int)
+        The block's half-open ranges of input positions and output cells on each axis.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The packed table.
+    """
+    sizes = [(i1 - i0, o1 - o0) for (i0, i1), (o0, o1) in zip(in_ranges, out_ranges)]
+    tab = np.empty(table_size(*zip(*sizes)) if sizes else 0, np.int64)
+    base = 0
+    for I, O, (i0, i1), (o0, o1) in zip(in_sizes, out_sizes, in_ranges, out_ranges):
+        _fill_block_axis(tab, I, O, i0, i1, o0, o1, base)
+        base += 2 * (i1 - i0) + 2 * (o1 - o0)
+    return tab
