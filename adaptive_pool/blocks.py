@@ -67,9 +67,9 @@ def _starts(tab: np.ndarray, in_ranges: Ranges, out_ranges: Ranges) -> list[np.n
     return res
 
 
-def _executor(op: str, x_shape, dtype, out_local, index_dtype, tab, like) -> Executor:
+def _executor(op: str, x_shape, dtype, out_local, index_dtype, tab, like, skipna) -> Executor:
     be = backend_for(x=like)
-    key = plan_key(op, be, tuple(x_shape), dtype, tuple(out_local), index_dtype)
+    key = plan_key(op, be, tuple(x_shape), dtype, tuple(out_local), index_dtype, skipna=skipna)
     return Executor(key, be, tables=tab)
 
 
@@ -104,6 +104,7 @@ def forward_block(
     in_sizes: tuple[int, ...],
     out_sizes: tuple[int, ...],
     index_dtype: Optional[np.dtype] = None,
+    skipna: bool = False,
     stream: Any = None,
 ) -> Any:
     """The forward of output cells ``out_ranges`` from their gathered input ``xb``.
@@ -121,6 +122,8 @@ def forward_block(
         Spatial input and output sizes of the whole problem.
     index_dtype : numpy dtype, optional
         The max operators' index dtype.
+    skipna : bool
+        Skip NaN (each window is whole in the block, so the counts are too).
     stream : optional
         CUDA stream for CuPy blocks.
 
@@ -135,7 +138,7 @@ def forward_block(
     ]
     tab = _tables(in_sizes, out_sizes, spans, out_ranges)
     out_local = tuple(o1 - o0 for o0, o1 in out_ranges)
-    ex = _executor(op, xb.shape, xb.dtype, out_local, index_dtype, tab, xb)
+    ex = _executor(op, xb.shape, xb.dtype, out_local, index_dtype, tab, xb, skipna)
     if index_dtype is None:
         return ex.run(xb, stream=stream)
     y, local = ex.run(xb, stream=stream)
@@ -154,6 +157,7 @@ def backward_block(
     op: str,
     in_sizes: tuple[int, ...],
     out_sizes: tuple[int, ...],
+    x: Any = None,
     stream: Any = None,
 ) -> Any:
     """The gradient of input positions ``in_ranges`` from the output cells covering them.
@@ -173,6 +177,10 @@ def backward_block(
         The backward operator's name.
     in_sizes, out_sizes : tuple of int
         Spatial input and output sizes of the whole problem.
+    x : array, optional
+        For the NaN-skipping average: ``x`` over every window of the covering cells,
+        ``x[..., start(c0):end(c1 - 1), ...]``, so that their counts of non-NaN elements are
+        whole. The gradient is computed over that range and the block cut out of it.
     stream : optional
         CUDA stream for CuPy blocks.
 
@@ -186,18 +194,38 @@ def backward_block(
         tuple(int(v) for v in windows.cover_spans(i0, i1, i, o)[0])
         for (i0, i1), i, o in zip(in_ranges, in_sizes, out_sizes)
     ]
-    tab = _tables(in_sizes, out_sizes, in_ranges, covers)
     lead = tuple(grad_output.shape[:-sp])
+    if x is not None:
+        return _skipna_backward_block(grad_output, x, in_ranges, covers, op, in_sizes,
+                                      out_sizes, stream)
+    tab = _tables(in_sizes, out_sizes, in_ranges, covers)
     in_local = tuple(i1 - i0 for i0, i1 in in_ranges)
     out_local = tuple(c1 - c0 for c0, c1 in covers)
     index_dtype = None if indices is None else indices.dtype
     ex = _executor(
-        op, lead + in_local, grad_output.dtype, out_local, index_dtype, tab, grad_output
+        op, lead + in_local, grad_output.dtype, out_local, index_dtype, tab, grad_output, False
     )
     if indices is None:
         return ex.run(grad_output=grad_output, stream=stream)
     go, local = _localise(grad_output, indices, tab, in_ranges, covers, in_sizes)
     return ex.run(grad_output=go, indices=local, stream=stream)
+
+
+def _skipna_backward_block(grad_output, x, in_ranges, covers, op, in_sizes, out_sizes, stream):
+    """The NaN-skipping average's gradient over the whole input range of the covering cells
+    (their counts need every element of their windows), cut down to the block: its elements
+    are covered by those cells alone, so theirs are the whole problem's sums."""
+    sp = len(in_sizes)
+    spans = [
+        tuple(int(v) for v in windows.input_spans(c0, c1, i, o)[0])
+        for (c0, c1), i, o in zip(covers, in_sizes, out_sizes)
+    ]
+    tab = _tables(in_sizes, out_sizes, spans, covers)
+    out_local = tuple(c1 - c0 for c0, c1 in covers)
+    ex = _executor(op, x.shape, x.dtype, out_local, None, tab, grad_output, True)
+    gi = ex.run(x, grad_output=grad_output, stream=stream)
+    cut = tuple(slice(i0 - s0, i1 - s0) for (i0, i1), (s0, _) in zip(in_ranges, spans))
+    return gi[(Ellipsis,) + cut]
 
 
 def _localise(grad_output, indices, tab, in_ranges, covers, in_sizes):

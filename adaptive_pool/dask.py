@@ -171,6 +171,7 @@ def _forward(
     output_size: Any,
     *,
     index_dtype: Any = None,
+    skipna: Any = False,
     out: Any = None,
     indices_out: Any = None,
     stream: Any = None,
@@ -183,7 +184,7 @@ def _forward(
     in_sp = tuple(int(s) for s in x.shape[-sp:])
     out_sp = parse_output_size(output_size, in_sp)
     idt = check_index_dtype(index_dtype, "index_dtype") if op.max else None
-    key = plan_key(op.name, CPU, tuple(x.shape), x.dtype, out_sp, idt)  # validates it all
+    key = plan_key(op.name, CPU, tuple(x.shape), x.dtype, out_sp, idt, skipna=skipna)  # all
     dtype, idt = key.dtype, key.index_dtype
     lead_chunks = x.chunks[:-sp]
     meta_y = _meta(x, x.ndim, dtype)
@@ -210,7 +211,7 @@ def _forward(
         _forward_task,
         fn=functools.partial(
             blocks.forward_block, op=op.name, in_sizes=in_sp, out_sizes=out_sp,
-            index_dtype=idt, stream=stream,
+            index_dtype=idt, skipna=key.skipna, stream=stream,
         ),
         spatial=sp,
     )
@@ -255,6 +256,7 @@ def _backward(
     x: Any,
     indices: Any = None,
     *,
+    skipna: Any = False,
     out: Any = None,
     stream: Any = None,
 ) -> Any:
@@ -300,7 +302,7 @@ def _backward(
                 argument="indices",
             )
     in_sp, out_sp = xs[lead:], gs[lead:]
-    plan_key(op.name, CPU, xs, xdt, out_sp, idt)  # sizes, dtypes, index range
+    key = plan_key(op.name, CPU, xs, xdt, out_sp, idt, skipna=skipna)  # sizes, dtypes, indices
     x_chunks = x.chunks if isinstance(x, da.Array) else da.core.normalize_chunks(
         "auto", xs, dtype=xdt
     )
@@ -324,15 +326,22 @@ def _backward(
         gathered.append(None)
     else:
         gathered.append(_index_check(op, indices, xs, in_sp, out_sp))
+    if key.skipna:  # the counts of the covering cells need all of their windows' x
+        xg = _as_dask(x, "x").rechunk(dict(enumerate(x_chunks[:lead])))
+        for k, (c, i, o) in enumerate(zip(covers, in_sp, out_sp)):
+            xg = _gather(xg, lead + k, windows.input_spans(c[:, 0], c[:, 1], i, o))
+        gathered[1] = xg
     task = functools.partial(
         _backward_task,
         fn=functools.partial(
             blocks.backward_block, op=op.name, in_sizes=in_sp, out_sizes=out_sp, stream=stream
         ),
         spatial=sp,
+        with_x=key.skipna,
     )
     name = f"{op.name}-{_token(gathered[:2], xs, x_chunks)}"
-    args = gathered if op.max else gathered[:1]
+    args = gathered if op.max else gathered[:1] + ([gathered[1]] if key.skipna else [])
+    # map_blocks pairs blocks by position: x's gathered blocks may be larger than the others
     return da.map_blocks(task, *args, chunks=x_chunks, dtype=xdt, meta=meta, name=name)
 
 
@@ -344,10 +353,15 @@ def _backward_task(
     *,
     fn: Any,
     spatial: int,
+    with_x: bool = False,
 ) -> Any:
-    # ``verdict`` only orders this task after the index check, which raised if it failed
+    # ``verdict`` only orders this task after the index check, which raised if it failed;
+    # the NaN-skipping average gets x's block where the max gets its indices
     loc = block_info[None]["array-location"]
-    return fn(go, indices, tuple((int(a), int(b)) for a, b in loc[-spatial:]))
+    ranges = tuple((int(a), int(b)) for a, b in loc[-spatial:])
+    if with_x:
+        return fn(go, None, ranges, x=indices)
+    return fn(go, indices, ranges)
 
 
 def _index_check(op: Operator, indices: Any, xs, in_sp, out_sp) -> Any:

@@ -37,7 +37,9 @@ from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 __all__ = ["adaptive_avg_pool", "adaptive_max_pool"]
 
 
-def adaptive_avg_pool(da: xr.DataArray, sizes: Mapping[str, Optional[int]]) -> xr.DataArray:
+def adaptive_avg_pool(
+    da: xr.DataArray, sizes: Mapping[str, Optional[int]], *, skipna: Optional[bool] = None
+) -> xr.DataArray:
     """Adaptive average pooling of the named dimensions of ``da``.
 
     Parameters
@@ -46,6 +48,9 @@ def adaptive_avg_pool(da: xr.DataArray, sizes: Mapping[str, Optional[int]]) -> x
         float32, float64, float16 or bfloat16 data, NumPy- or Dask-backed.
     sizes : mapping of str to int or None
         The output size of each pooled dimension (1 to 3 of them); ``None`` keeps its size.
+    skipna : bool, optional
+        Skip NaN (missing data), as xarray's reductions do: the default (None) is True for
+        floating data, which every supported dtype is.
 
     Returns
     -------
@@ -54,7 +59,8 @@ def adaptive_avg_pool(da: xr.DataArray, sizes: Mapping[str, Optional[int]]) -> x
         each window's coordinate values).
     """
     plan = _Plan(da, sizes)
-    y = getattr(functional, f"adaptive_avg_pool{plan.rank}d")(plan.flat(da.data), plan.out)
+    fn = getattr(functional, f"adaptive_avg_pool{plan.rank}d")
+    y = fn(plan.flat(da.data), plan.out, skipna=_skipna(skipna))
     return plan.result(y, da)
 
 
@@ -62,6 +68,7 @@ def adaptive_max_pool(
     da: xr.DataArray,
     sizes: Mapping[str, Optional[int]],
     *,
+    skipna: Optional[bool] = None,
     index_dtype: Any = np.int64,
     return_indices: bool = False,
 ) -> xr.DataArray | tuple[xr.DataArray, xr.DataArray]:
@@ -73,6 +80,9 @@ def adaptive_max_pool(
         float32, float64, float16 or bfloat16 data, NumPy- or Dask-backed.
     sizes : mapping of str to int or None
         The output size of each pooled dimension (1 to 3 of them); ``None`` keeps its size.
+    skipna : bool, optional
+        NaN never wins (a window of NaN only gives NaN); the default (None) is True for
+        floating data, as xarray's reductions.
     index_dtype : numpy dtype, default int64
         int64 (rasters larger than 2**31 elements are common here) or int32.
     return_indices : bool, default False
@@ -81,13 +91,13 @@ def adaptive_max_pool(
     Returns
     -------
     xarray.DataArray or (xarray.DataArray, xarray.DataArray)
-        The window maxima (ties keep the first, NaN propagates), and with ``return_indices``
+        The window maxima (ties keep the first), and with ``return_indices``
         the flat offset of each maximum in the plane of the pooled dimensions (in their
         ``da.dims`` order), named ``"<name>_indices"`` (or ``"indices"``).
     """
     plan = _Plan(da, sizes)
     fn = getattr(functional, f"adaptive_max_pool{plan.rank}d")
-    y, idx = fn(plan.flat(da.data), plan.out, index_dtype=index_dtype)
+    y, idx = fn(plan.flat(da.data), plan.out, skipna=_skipna(skipna), index_dtype=index_dtype)
     values = plan.result(y, da)
     if not return_indices:
         return values
@@ -98,6 +108,11 @@ def adaptive_max_pool(
         + ", ".join(plan.pooled)
     }
     return values, indices
+
+
+def _skipna(skipna: Optional[bool]) -> bool:
+    # every dtype the operators take is floating, where xarray skips NaN by default
+    return True if skipna is None else skipna
 
 
 class _Plan:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -70,10 +70,6 @@ def problems(draw, op):
     x = draw(values(shape, dtype, seed))
     g = draw(values(lead + out_sp, dtype, seed + 1))
     index_dtype = draw(st.sampled_from([np.int32, np.int64]))
-    if op.startswith("adaptive_max") and op.endswith("_backward"):
-        # the single-array reference fails on blocks of more than 128 gradients (see
-        # test_single_array_max_backward_of_many_gradients)
-        assume(math.prod(out_sp) <= 128)
     return x, out_sp, x_chunks, g, g_chunks, index_dtype
 
 
@@ -113,6 +109,35 @@ def test_bitwise_equal_to_numpy_for_every_chunking(name, data):
             want, got = bwd(g, x, idx), bwd(dg, dx, di)
         assert isinstance(got, da.Array) and got.chunks == dx.chunks
         _same(got.compute(), want)
+
+
+SKIPNA_OPS = [
+    n for n in ALL_OPS if not (n.startswith("adaptive_max") and n.endswith("_backward"))
+]
+
+
+@pytest.mark.parametrize("name", SKIPNA_OPS)
+@settings(max_examples=settings.default.max_examples // 2)
+@given(data=st.data(), holes=st.sampled_from([0.0, 0.3, 1.0]))
+def test_skipna_bitwise_equal_to_numpy_for_every_chunking(name, data, holes):
+    """NaN-skipping averages, their gradients (whose counts need whole windows of x beyond a
+    block) and maxima: the single-array call's bits for every chunking."""
+    x, out_sp, x_chunks, g, g_chunks, index_dtype = data.draw(problems(name))
+    x = x.copy()
+    x[np.random.default_rng(x.size).random(x.shape) < holes] = np.nan
+    dx = da.from_array(x, chunks=x_chunks)
+    fn = getattr(ap, name)
+    if name == name.removesuffix("_backward"):
+        if name.startswith("adaptive_max"):
+            got = dask.compute(*fn(dx, out_sp, skipna=True, index_dtype=index_dtype))
+            want = fn(x, out_sp, skipna=True, index_dtype=index_dtype)
+            _same(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+        else:
+            _same(fn(dx, out_sp, skipna=True).compute(), fn(x, out_sp, skipna=True))
+    else:
+        dg = da.from_array(g, chunks=g_chunks)
+        _same(fn(dg, dx, skipna=True).compute(), fn(g, x, skipna=True))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
@@ -336,14 +361,8 @@ def test_block_tables_are_the_global_tables_rebased(i_size, o_size, data):
     assert c0 == full["cover_lo"][i0] and c1 == full["cover_hi"][i1 - 1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SystemError,
-    reason="cpu/kernels.py max_pool_backward: the hits buffer of a block fails its second "
-    "growth (more than 128 gradients in a block; numba's array analysis asserts on "
-    "`grown[:nhit] = hits`). 1-D and 2-D problems always take this kernel.",
-)
 def test_single_array_max_backward_of_many_gradients():
+    """Blocks of rows receiving more than 128 gradients (a scratch buffer grown twice)."""
     x = np.random.default_rng(0).uniform(size=(1, 1, 64, 64)).astype(np.float32)
     y, i = ap.adaptive_max_pool2d(x, (64, 64))
     ap.adaptive_max_pool2d_backward(y, x, i)
@@ -365,7 +384,7 @@ def test_bench_memory_sampler_sees_a_peak():
     import os
     import time
 
-    from adaptive_pool.bench_dask import MemorySampler
+    from adaptive_pool.bench.dask_mode import MemorySampler
 
     with MemorySampler({"me": os.getpid()}, interval=0.01) as mem:
         a = np.ones(2**26)  # 512 MiB, touched

@@ -109,3 +109,20 @@ def test_errors_name_the_argument(raster):
     with pytest.raises(TypeError) as e:
         adaptive_avg_pool(raster.astype(np.int32), {"y": 3})
     assert e.value.argument == "x"
+
+
+def test_missing_data_skipped_by_default_as_coarsen_does(raster):
+    """On a divisible case with NaN holes, the default (skipna for floating data) gives
+    ``coarsen(...).mean()``'s values; ``skipna=False`` propagates NaN; maxima never pick NaN."""
+    data = raster.isel(y=slice(0, 10)).astype(np.float64)
+    holes = np.random.default_rng(3).random(data.shape) < 0.3
+    holes[0, :2, 0, :3] = True  # a window with nothing valid
+    data = data.where(~holes)
+    got = adaptive_avg_pool(data, {"y": 5, "x": 3})
+    want = data.coarsen(y=2, x=3).mean()
+    np.testing.assert_allclose(got.values, want.values, rtol=1e-14)
+    assert np.isnan(got.values[0, 0, 0, 0])
+    plain = adaptive_avg_pool(data, {"y": 5, "x": 3}, skipna=False)
+    assert np.isnan(plain.values).sum() > np.isnan(got.values).sum()
+    peak = adaptive_max_pool(data, {"y": 5, "x": 3})
+    np.testing.assert_array_equal(peak.values, data.coarsen(y=2, x=3).max().values)

@@ -288,7 +288,10 @@ class CpuBackend:
         planes, plane = n * c, d * h * w
         nch = self._sparse_chunks(planes)
         sparse = plane * nch <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
-        if sparse and ig[3:] == (h * w, w, 1):
+        # dense planes: an element's address is its plane's plus its flat index (the strides
+        # of singleton axes, which 1-D and 2-D problems have, do not matter)
+        dense = all(s == want for s, want, size in zip(ig[3:], (h * w, w, 1), (d, h, w)) if size > 1)
+        if sparse and dense:
             args = (gf, gg, jf, jg, if_, ig, tab, dims)
             m = od * oh * ow
             if not fresh:

@@ -890,8 +890,11 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
                     if 0 <= k < nk:
                         blkbuf[np.uint64(k)] += get(go, gr + ow * gw)
                         if nhit == hits.size:
+                            # element by element: a slice copy here fails Numba's array
+                            # analysis once the buffer has grown twice (a SystemError)
                             grown = np.empty(2 * nhit, np.int64)
-                            grown[:nhit] = hits
+                            for t in range(nhit):
+                                grown[t] = hits[t]
                             hits = grown
                         hits[nhit] = k
                         nhit += 1

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python -m adaptive_pool.bench_dask                 # throughput, 2 workers
-    python -m adaptive_pool.bench_dask --big           # also the larger-than-memory scenario
+    python -m adaptive_pool bench dask                 # throughput, 2 workers
+    python -m adaptive_pool bench dask --big           # also the larger-than-memory scenario
 
 Throughput is input gigabytes per second (best of ``--repeat``) of
 
@@ -165,7 +165,7 @@ def _big(client: Any, args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the Dask benchmark and print a Markdown table; returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m adaptive_pool.bench_dask", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m adaptive_pool bench dask", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--memory-limit", default="2GiB", help="per worker")
