@@ -230,3 +230,11 @@ def test_cuda_path_runs_in_the_simulator(tmp_path, capsys):
     assert {c["backend"] for c in cases} == {"cuda"}
     assert not [c for c in cases if c["error"]]
     assert len(cases) == 2 * 2 * 2 + 2 * 2  # 4 2-D ops and 2 3-D ops, 1 shape each, 2 dtypes
+
+
+def test_skipna_mode_runs(capsys):
+    status = main(["bench", "skipna", "--shapes", "2x3x9x10:4x3", "--dtypes", "float32",
+                   "--samples", "1"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "avg_backward2d float32" in out and "geometric mean" in out

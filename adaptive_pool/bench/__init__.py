@@ -12,7 +12,8 @@ Modules, one responsibility each:
 * :mod:`.cli`: the options.
 
 Other modes live in modules of their own, imported only when asked for: ``bench torch ...``
-(:mod:`.torch_mode`) and ``bench dask ...`` (:mod:`.dask_mode`).
+(:mod:`.torch_mode`), ``bench dask ...`` (:mod:`.dask_mode`) and ``bench skipna ...``
+(:mod:`.skipna_mode`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ import sys
 __all__ = ["main", "MODES"]
 
 # mode -> the module whose main(argv) -> int runs it
-MODES = {"torch": "adaptive_pool.bench.torch_mode", "dask": "adaptive_pool.bench.dask_mode"}
+MODES = {
+    "torch": "adaptive_pool.bench.torch_mode",
+    "dask": "adaptive_pool.bench.dask_mode",
+    "skipna": "adaptive_pool.bench.skipna_mode",
+}
 
 
 def main(argv: list[str]) -> int:

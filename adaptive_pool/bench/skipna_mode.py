@@ -1,0 +1,108 @@
+"""``python -m adaptive_pool bench skipna``: what skipping NaN costs.
+
+For each shape of the suite (or ``--shapes``), dtype and operator that takes ``skipna`` (the
+average forward and backward, the max forward), the same call is timed with ``skipna=False``
+and ``skipna=True`` on the same data, with a tenth of it NaN, in one process: one library, so no
+second process is needed. Samples alternate between the two so that drift on a shared machine
+hits both; the report gives the ratio of the medians (skipna / plain) and the geometric mean.
+The contract's target: at most 1.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import functional
+from ..dtypes import bfloat16
+from .suite import DTYPES, Shape, parse_shape, suite
+
+__all__ = ["main"]
+
+_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
+           "bfloat16": bfloat16}
+_OPS = ("avg", "avg_backward", "max")
+
+
+def _calls(shape: Shape, dtype: str, kind: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The plain and the NaN-skipping call of one case, on data a tenth of which is NaN."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape.x, dtype=np.float32)
+    x[rng.random(shape.x) < 0.1] = np.nan
+    x = x.astype(_DTYPES[dtype])
+    r = shape.rank
+    if kind == "avg_backward":
+        fn = getattr(functional, f"adaptive_avg_pool{r}d_backward")
+        g = rng.standard_normal(shape.y, dtype=np.float32).astype(_DTYPES[dtype])
+        return (lambda: fn(g, x)), (lambda: fn(g, x, skipna=True))
+    fn = getattr(functional, f"adaptive_{kind}_pool{r}d")
+    return (lambda: fn(x, shape.out)), (lambda: fn(x, shape.out, skipna=True))
+
+
+def _time(call: Callable[[], Any], loops: int) -> float:
+    t = time.perf_counter()
+    for _ in range(loops):
+        call()
+    return (time.perf_counter() - t) / loops
+
+
+def _pair(plain: Callable[[], Any], skip: Callable[[], Any], samples: int) -> tuple[float, float]:
+    plain(), skip()  # compile (or load from the cache) and plan
+    loops = max(1, int(0.02 / max(_time(plain, 1), 1e-7)))  # samples of about 20 ms
+    a, b = [], []
+    for k in range(samples):
+        first, second = (plain, skip) if k % 2 == 0 else (skip, plain)
+        t1, t2 = _time(first, loops), _time(second, loops)
+        a.append(t1 if first is plain else t2)
+        b.append(t2 if first is plain else t1)
+    return statistics.median(a), statistics.median(b)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the skipna benchmark; returns 0, or 1 when a case fails to run."""
+    p = argparse.ArgumentParser(prog="python -m adaptive_pool bench skipna", description=__doc__)
+    p.add_argument("--shapes", nargs="*", help="INPUT:OUTPUT shapes (default: the suite's)")
+    p.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated dtypes")
+    p.add_argument("--samples", type=int, default=7, help="alternated samples per side")
+    p.add_argument("--quick", action="store_true", help="the small suite")
+    p.add_argument("--json", help="write the results here")
+    args = p.parse_args(argv)
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        p.error(f"unknown dtypes {bad}; choose from {', '.join(DTYPES)}")
+    shapes = (
+        [parse_shape(s) for s in args.shapes]
+        if args.shapes
+        else [s for s in suite(args.quick) if s.source != "tiny"]
+    )
+    rows, ratios, failures = [], [], 0
+    print(f"{'case':<42} {'plain':>10} {'skipna':>10} {'ratio':>7}")
+    for shape in shapes:
+        for dtype in dtypes:
+            for kind in _OPS:
+                label = f"{kind}{shape.rank}d {dtype} {shape.text}"
+                try:
+                    plain, skip = _pair(*_calls(shape, dtype, kind), args.samples)
+                except Exception as e:  # noqa: BLE001 - report the case and go on
+                    failures += 1
+                    print(f"{label:<42} error: {e}")
+                    continue
+                ratios.append(skip / plain)
+                rows.append({"case": label, "plain_s": plain, "skipna_s": skip})
+                print(f"{label:<42} {plain * 1e3:>8.3f}ms {skip * 1e3:>8.3f}ms "
+                      f"{skip / plain:>6.2f}x")
+    if ratios:
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"\nskipna / plain: geometric mean {geo:.2f}x, worst {max(ratios):.2f}x over "
+              f"{len(ratios)} cases (target: at most 1.5x)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"cases": rows}, f, indent=1)
+    return 1 if failures else 0
