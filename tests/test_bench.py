@@ -237,4 +237,4 @@ def test_skipna_mode_runs(capsys):
                    "--samples", "1"])
     assert status == 0
     out = capsys.readouterr().out
-    assert "avg_backward2d float32" in out and "geometric mean" in out
+    assert "avg2d_backward float32" in out and "geometric mean" in out

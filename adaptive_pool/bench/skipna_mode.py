@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     for shape in shapes:
         for dtype in dtypes:
             for kind in _OPS:
-                label = f"{kind}{shape.rank}d {dtype} {shape.text}"
+                op = kind.replace("_backward", f"{shape.rank}d_backward") if "_" in kind else (
+                    f"{kind}{shape.rank}d"
+                )
+                label = f"{op} {dtype} {shape.text}"
                 try:
                     plain, skip = _pair(*_calls(shape, dtype, kind), args.samples)
                 except Exception as e:  # noqa: BLE001 - report the case and go on
