@@ -2,8 +2,9 @@
 
 Each entry of :data:`KERNELS` runs one group of kernels through the backend's own launch code,
 so the specialisations compiled are exactly the ones real calls use (same argument types),
-and then checks that the kernels it meant to reach were reached: a change of the backend's
-choice of kernel fails here instead of leaving a kernel cold.
+and then checks that the kernels it meant to reach have a specialisation for the dtype: in a
+process that had compiled nothing (a warm-up worker), a change of the backend's choice of
+kernel fails here instead of leaving a kernel cold.
 
 A group is what one process of ``python -m adaptive_pool warmup`` compiles: Numba keeps one
 cache index per kernel, so no two processes may compile the same kernel at once.
