@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     from .cpu.warm import kernel_names  # noqa: PLC0415
 
     p = argparse.ArgumentParser(prog="python -m adaptive_pool warmup",
-                                description=__doc__.split("\n\n")[0])
+                                description="Compile every CPU kernel into Numba's cache, "
+                                            "one process per kernel, for the given dtypes.")
     p.add_argument("--dtypes", help="comma-separated dtypes (default: all four)")
     p.add_argument("--kernels", help="comma-separated kernel names (default: all)")
     p.add_argument("--index-dtypes", help="int32 and/or int64, for the max kernels (default: both)")
