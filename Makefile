@@ -4,7 +4,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench clean
+# The kernels the demo runs (see `python -m adaptive_pool warmup --list`), compiled into
+# Numba's cache in parallel before it starts, instead of one after the other inside it.
+DEMO_KERNELS := avg_pool_lanewise,avg_pool_backward,max_pool,max_pool_backward_sparse
+
+.PHONY: demo test warmup docs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,17 +24,28 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo
+	$(PY) -m adaptive_pool warmup --kernels $(DEMO_KERNELS) --index-dtypes int32
 	$(PY) -m adaptive_pool demo
 
+# Every CPU kernel in every dtype, one process per kernel.
+warmup: $(VENV)/.installed-demo
+	$(PY) -m adaptive_pool warmup
+
 # The CUDA simulator must be enabled before numba is imported, so it gets its own process.
+# The warm-up first fills Numba's cache in parallel; the tests then load every kernel from it.
 test: $(VENV)/.installed-test
+	$(PY) -m adaptive_pool warmup
 	$(PY) -m pytest -q -m "not cudasim"
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -m cudasim
+
+# The API reference, from the docstrings; any Sphinx warning is an error.
+docs: $(VENV)/.installed-test
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 # The benchmark's peer is PyTorch, which the test extras install.
 bench: $(VENV)/.installed-test
 	$(PY) -m adaptive_pool bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,7 +1,7 @@
 """Compare versions of the package with their kernels loaded from Numba's cache.
 
 A kernel compiled in the running process can run other machine code than the same kernel
-loaded from the cache (README, "Kernels loaded from Numba's cache"): a version can look 1.3x
+loaded from the cache (docs/numba-cache.md): a version can look 1.3x
 faster in an in-process A/B and run 2.5x slower for every user. So kernel changes are compared
 here the way users run them. Each version is a directory holding an ``adaptive_pool`` package
 (a git worktree, say); it first compiles into a cache directory of its own, then every round

@@ -8,7 +8,9 @@ a drift of the machine's speed reaches all of them.
     git worktree add /tmp/wt-base HEAD
     python tools/first_call.py --rounds 2 base=/tmp/wt-base new=.
 
-The max backward's time excludes its forward (which runs first, in the same process).
+The max backward's time excludes its forward (which runs first, in the same process). Each
+line also gives the first call's CPU time (threads included), steadier than the wall-clock time
+on a machine that other work shares, and the load average when it ended.
 """
 import argparse
 import json
@@ -27,7 +29,7 @@ from adaptive_pool.dtypes import bfloat16
 dt = bfloat16 if sys.argv[1] == "bfloat16" else np.dtype(sys.argv[1])
 op = sys.argv[2]
 x2 = np.ones((2, 3, 9, 10), dt); x3 = np.ones((2, 3, 5, 9, 10), dt)
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 if op == "avg":
     ap.adaptive_avg_pool2d(x2, (4, 3))
 elif op == "avg_backward":
@@ -36,9 +38,10 @@ elif op == "max":
     ap.adaptive_max_pool3d(x3, (2, 4, 3))
 elif op == "max_backward":
     y, i = ap.adaptive_max_pool3d(x3, (2, 4, 3))
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     ap.adaptive_max_pool3d_backward(y, x3, i)
-print(json.dumps({"import_s": t_import, "call_s": time.perf_counter() - t}))
+print(json.dumps({"import_s": t_import, "call_s": time.perf_counter() - t,
+                  "cpu_s": time.process_time() - c}))
 """
 
 OPS = ["avg", "avg_backward", "max", "max_backward"]
@@ -73,10 +76,12 @@ def main() -> int:
                         cold = first_call(path, cache, dtype, op)
                         warm = first_call(path, cache, dtype, op)
                     samples.append(dict(version=name, op=op, dtype=dtype, round=r,
-                                        cold_s=cold["call_s"], warm_s=warm["call_s"],
-                                        import_s=cold["import_s"]))
-                    print(f"{op:<13} {dtype:<9} {name:<8} cold {cold['call_s']:6.2f} s  "
-                          f"warm {warm['call_s']:6.3f} s  import {cold['import_s']:5.2f} s",
+                                        cold_s=cold["call_s"], cold_cpu_s=cold["cpu_s"],
+                                        warm_s=warm["call_s"], import_s=cold["import_s"],
+                                        load=os.getloadavg()[0]))
+                    print(f"{op:<13} {dtype:<9} {name:<8} cold {cold['call_s']:6.2f} s "
+                          f"(cpu {cold['cpu_s']:5.2f} s)  warm {warm['call_s']:6.3f} s  "
+                          f"import {cold['import_s']:5.2f} s  load {os.getloadavg()[0]:4.1f}",
                           flush=True)
     if args.json:
         with open(args.json, "w") as f:

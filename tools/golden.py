@@ -5,7 +5,7 @@
 
 About 2,000 cases: every operator and dtype, both index dtypes, strided, negative-stride and
 permuted views, overlapping windows, upsampling, D > 1 averages, NaN/inf/ties/-0 data. The
-summation order is the contract (README, "Summation order"), so a faster kernel must give the
+summation order is the contract (docs/semantics.md, "Summation order"), so a faster kernel must give the
 same bits; only the sign and payload of NaNs produced by arithmetic may differ (IEEE 754).
 Clear Numba's cache after editing helpers outside a kernel's own file.
 """

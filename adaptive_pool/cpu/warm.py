@@ -1,0 +1,146 @@
+"""Tiny problems that make the CPU backend compile (or load) each of its kernels.
+
+Each entry of :data:`KERNELS` runs one group of kernels through the backend's own launch code,
+so the specialisations compiled are exactly the ones real calls use (same argument types),
+and then checks that the kernels it meant to reach have a specialisation for the dtype: in a
+process that had compiled nothing (a warm-up worker), a change of the backend's choice of
+kernel fails here instead of leaving a kernel cold.
+
+A group is what one process of ``python -m adaptive_pool warmup`` compiles: Numba keeps one
+cache index per kernel, so no two processes may compile the same kernel at once.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..dtypes import SUPPORTED, resolve_dtype
+from ..windows import build_tables
+from . import kernels
+from .backend import BACKEND
+
+__all__ = ["KERNELS", "INDEX_DTYPES", "warm", "kernel_names"]
+
+#: Index dtypes the max kernels are compiled for (CANN's int32, PyTorch's int64).
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _problem(storage: np.dtype, in3: tuple, out3: tuple, c: int = 1):
+    """``x`` (1, c, *in3) in ``storage``, its window table and the kernels' ``dims``."""
+    x = np.zeros((1, c) + in3, storage)
+    return x, build_tables(in3, out3), (1, c) + in3 + out3
+
+
+def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None]:
+    def run(storage: np.dtype, index: np.dtype) -> None:
+        x, tab, dims = _problem(storage, in3, out3, c)
+        BACKEND.avg_pool(x, np.empty((1, c) + out3, storage), tab, dims)
+
+    return run
+
+
+def _avg_backward(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None]:
+    def run(storage: np.dtype, index: np.dtype) -> None:
+        x, tab, dims = _problem(storage, in3, out3, c)
+        BACKEND.avg_pool_backward(np.zeros((1, c) + out3, storage), x, tab, dims)
+
+    return run
+
+
+def _max(storage: np.dtype, index: np.dtype) -> None:
+    x, tab, dims = _problem(storage, (2, 3, 3), (1, 2, 2))
+    y = np.empty((1, 1, 1, 2, 2), storage)
+    BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims)
+
+
+def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
+    """The max backward into a result with dense planes (the sparse kernel), or into a strided
+    one (the index check, then the gather). One output cell pools the whole plane, so index 0
+    is valid for it."""
+
+    def run(storage: np.dtype, index: np.dtype) -> None:
+        gi, tab, dims = _problem(storage, (2, 3, 3), (1, 1, 1))
+        if not dense:
+            gi = np.zeros((1, 1, 2, 3, 6), storage)[..., ::2]
+        go = np.zeros((1, 1, 1, 1, 1), storage)
+        ind = np.zeros(go.shape, index)
+        BACKEND.max_pool_backward(go, ind, gi, tab, dims, fresh=True)
+
+    return run
+
+
+#: name -> (kernels it compiles, whether it depends on the index dtype, how to reach them)
+KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], None]]] = {
+    "avg_pool_direct": (("avg_pool_direct",), False, _avg((1, 3, 3), (1, 2, 2), 1)),
+    "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 32), (1, 1, 2), 1)),
+    "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
+    "avg_pool_backward": (("avg_pool_backward",), False, _avg_backward((1, 3, 3), (1, 2, 2), 1)),
+    "avg_pool_backward_lanes": (
+        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
+    ),
+    "max_pool": (("max_pool",), True, _max),
+    "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
+    "max_pool_backward": (
+        ("first_bad_index", "max_pool_backward"), True, _max_backward(False)
+    ),
+}
+
+
+def kernel_names() -> list[str]:
+    """The names :func:`warm` accepts, in the order the warm-up starts them (longest first)."""
+    return list(KERNELS)
+
+
+def warm(
+    name: str, dtypes: list[str] | None = None, index_dtypes: list[str] | None = None
+) -> int:
+    """Compile (or load from Numba's cache) kernel group ``name`` for each of ``dtypes``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`KERNELS`.
+    dtypes : list of str, optional
+        dtype names (``"float32"``, ``"bfloat16"``, ...); every supported dtype by default.
+    index_dtypes : list of str, optional
+        Index dtypes for the max kernels (``"int32"``, ``"int64"``); both by default.
+
+    Returns
+    -------
+    int
+        The number of specialisations now compiled or loaded.
+
+    Raises
+    ------
+    RuntimeError
+        If the backend did not launch the kernels the group is meant to reach.
+    """
+    targets, indexed, run = KERNELS[name]
+    specs = [resolve_dtype(d, "dtypes") for d in dtypes] if dtypes else list(SUPPORTED.values())
+    indices = [np.dtype(d) for d in index_dtypes] if index_dtypes else list(INDEX_DTYPES)
+    if not set(indices) <= set(INDEX_DTYPES):
+        raise ValueError(f"index dtypes must be int32 or int64, got {index_dtypes}")
+    count = 0
+    for spec in specs:
+        for index in indices if indexed else indices[:1]:
+            run(spec.storage, index)
+            for target in targets:
+                # the array dtypes that name this specialisation among the kernel's signatures
+                want = {index} if target in _INDEX_ONLY else {spec.storage}
+                if indexed:
+                    want.add(index)
+                if not any(want <= _array_dtypes(sig) for sig in getattr(kernels, target).signatures):
+                    raise RuntimeError(f"warm-up {name!r} did not reach {target} for {spec.name}")
+            count += len(targets)
+    return count
+
+
+#: Kernels whose only dtype-dependent argument is the indices.
+_INDEX_ONLY = {"first_bad_index"}
+
+
+def _array_dtypes(signature: tuple) -> set[np.dtype]:
+    """The NumPy dtypes of the array arguments of a compiled signature."""
+    return {np.dtype(str(t.dtype)) for t in signature if hasattr(t, "dtype") and hasattr(t, "ndim")}

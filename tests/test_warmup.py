@@ -1,0 +1,64 @@
+"""``python -m adaptive_pool warmup``: every CPU kernel is reached, and a missed one is an error.
+
+The checks of :func:`adaptive_pool.cpu.warm.warm` are exact in a process that has compiled
+nothing yet, so those tests run in fresh interpreters (loading kernels from the cache that the
+test run has already filled).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+
+from adaptive_pool import warmup
+from adaptive_pool.cpu import kernels, warm
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter on this checkout's package."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=900)
+
+
+def test_every_parallel_kernel_has_a_warmup_group():
+    parallel = {
+        name for name, obj in vars(kernels).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher)
+        and obj.targetoptions.get("parallel")
+    }
+    covered = {t for targets, _, _ in warm.KERNELS.values() for t in targets}
+    assert parallel == covered
+
+
+def test_each_group_reaches_its_kernels_in_a_fresh_process():
+    r = _python(
+        "from adaptive_pool.cpu.warm import warm, kernel_names\n"
+        "print(sum(warm(n, ['float32', 'bfloat16'], ['int32']) for n in kernel_names()))"
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    # 5 average kernels, max_pool, the sparse backward, and the check + gather: 9 per dtype
+    assert int(r.stdout.split()[-1]) == 9 * 2
+
+
+def test_a_kernel_the_backend_no_longer_picks_is_an_error():
+    r = _python(
+        "from adaptive_pool.cpu import backend\n"
+        "backend._ROWWISE_WIDTH = 10**9  # the row-wise order is never chosen\n"
+        "from adaptive_pool.cpu.warm import warm\n"
+        "warm('avg_pool_rowwise', ['float32'])"
+    )
+    assert r.returncode != 0
+    assert "did not reach avg_pool_rowwise for float32" in r.stderr
+
+
+def test_command_line(capsys):
+    assert warmup.main(["--list"]) == 0
+    assert capsys.readouterr().out.split() == warm.kernel_names()
+    assert warmup.main(["--kernels", "no_such_kernel"]) == 2
+    assert "unknown kernels ['no_such_kernel']" in capsys.readouterr().err
