@@ -204,6 +204,10 @@ class CpuBackend:
         work = n * c * d * h * w
         rows = n * c * od * oh
         order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims)
+        if order == "runs":
+            self._launch(kernels.avg_pool_runs, work, xf, xg, yf, yg, dims, skip,
+                         self._chunks(rows))
+            return
         if order == "lanewise":
             nch = self._chunks(n * -(-c // kernels.LANES) * od * oh)
             args = (_DECODED_BAND, skip, nch)
@@ -218,13 +222,16 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         if ow == w and w > 1:  # windows one column wide: (1, None)
             return "columns"
+        if ow == 1 and xg[5] == 1 and (itemsize != 2 or d * h * w <= _DECODED_BAND):
+            # every window one run of memory: global pooling of contiguous planes, whole rows
+            plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)
+            if (od == oh == 1 and plane) or (od == d and oh == h):
+                return "runs"
         # a 16-bit window band longer than the direct order's decoded band goes row by row
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
             return "rowwise"
-        # global pooling of planes that are one run of memory: one vectorised pass a plane
-        global_run = od == oh == ow == 1 and xg[3:] == (h * w, w, 1)
-        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh and not global_run:
+        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
             return "lanewise"
         return "direct"
 
@@ -324,8 +331,9 @@ class CpuBackend:
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
 
-#: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise" or
-#: (for windows one column wide only) "columns".
+#: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",
+#: (for windows one column wide only) "columns" or (for windows that are one run of memory
+#: only) "runs".
 _FORCE_ORDER = None
 
 #: The counts the plain average backward does not read.

@@ -6,16 +6,26 @@ singleton axes. Arrays arrive as flat 1-D storage arrays plus a geometry tuple
 the same compiled code: one specialisation per storage dtype (and index dtype), never per layout
 or rank. ``tab`` is the packed window table of :mod:`adaptive_pool.windows`.
 
-Summation order (the contract that makes CPU and CUDA results bitwise equal): sums run over
-w innermost, then h, then d, each level starting from +0.0 and adding in ascending order.
-A level whose only term is itself such a sum may take the term as is: a sum started from +0.0 is
-never -0.0, so ``0.0 + term == term`` bit for bit.
+Summation order (the contract that makes CPU and CUDA results bitwise equal; see
+``docs/summation-order.md``): an average forward window is summed in the *lane order*:
+element k of the window's flattened (d, h, w) order is added into lane ``k % 32`` (each lane
+from +0.0, in ascending k, in the accumulation type), then the lanes are combined by halving
+(lane i += lane i + 16, + 8, + 4, + 2, + 1) and lane 0 is divided by the integer volume (with
+skipna: the count of non-NaN elements; NaN elements add nothing). A lane is never -0.0, so
+lanes no element reached are skipped in the combination (or added as +0.0: the same bits),
+and a skipped NaN may add +0.0. The average backward keeps its order: covering output cells in
+ascending order, w innermost, then h, then d, each level from +0.0 (a level whose only term is
+itself such a sum may take it as is: ``0.0 + term == term`` bit for bit).
 
 How they go fast: work is handed out in ``nchunk`` contiguous ranges of work items, walked with
 counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
-indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward picks one of
-three loop orders by window size, and small planes of both average operators are computed
-``LANES`` at a time; the average backward reduces along w once per covering output row and adds
+indices are unsigned (see :mod:`~adaptive_pool.cpu.access`). The average forward has five
+loop orders, all in the lane order: window by window (a window row added into a rotating
+32-lane accumulator as contiguous chunks, :func:`_run_add`), row by row for long windows,
+columns side by side for windows one column wide (a ``32 x W`` accumulator), 8 planes side by
+side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global pooling,
+(None, 1)). skipna is a compile-time flag (:func:`skips`): the plain kernels compile exactly
+as without it. The average backward reduces along w once per covering output row and adds
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
 ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
@@ -158,6 +168,24 @@ def _combine(a, P, filled):
 
 
 @numba.njit(inline="always")
+def _combine1(a, filled):
+    """:func:`_combine` of one set of lanes (``P == 1``); all 32 reached: constant trip counts,
+    which LLVM unrolls into a few vector adds without run-time overlap checks."""
+    if filled >= SUM_LANES:
+        for t in range(16):
+            a[t] += a[t + 16]
+        for t in range(8):
+            a[t] += a[t + 8]
+        for t in range(4):
+            a[t] += a[t + 4]
+        for t in range(2):
+            a[t] += a[t + 2]
+        a[0] += a[1]
+    else:
+        _combine(a, 1, filled)
+
+
+@numba.njit(inline="always")
 def _zero(a, n):
     for t in range(n):
         a[t] = 0
@@ -181,7 +209,7 @@ def _window_sum(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, W, lanes, skip):
     for d in range(nrd):
         for h in range(nrh):
             L, cnt = _run_add(x, b0 + d * xd + h * xh, xw, run, lanes, L, cnt, skip)
-    _combine(lanes, 1, vol)
+    _combine1(lanes, vol)
     return lanes[0], cnt
 
 
@@ -352,7 +380,7 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         for ow in range(OW):
             o = ow * SUM_LANES
             la = lanes[o : o + SUM_LANES]
-            _combine(la, 1, vdh * (we[ow] - ws[ow]))
+            _combine1(la, vdh * (we[ow] - ws[ow]))
             s[ow] = _mean(x, la[0], cnt[ow])
         store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
@@ -505,6 +533,66 @@ def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     when ``LANES`` of them fit ``band_limit`` elements, else the windows' bands."""
     for ch in prange(nchunk):
         _avg_lanewise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk)
+
+
+@numba.njit(inline="always")
+def _lane_run_sum(src, b, n, lanes, skip):
+    """The lane-order sum of the unit-stride run ``src[b:b+n]`` (a whole window) and its
+    count: whole rounds of 32 with a constant trip count (unrolled into vector adds), then the
+    last partial round."""
+    _zero(lanes, SUM_LANES)
+    z = acc(src, 0)
+    cnt = 0
+    nfull = n >> 5
+    for j in range(nfull + 1):
+        o = b + (j << 5)
+        m = SUM_LANES if j < nfull else n - (nfull << 5)
+        if skips(skip):
+            for i in range(m):
+                v = get(src, o + i)
+                ok = v == v
+                lanes[i] += v if ok else z
+                cnt += np.int64(ok)
+        elif j < nfull:
+            for i in range(SUM_LANES):
+                lanes[i] += get(src, o + i)
+        else:
+            for i in range(m):
+                lanes[i] += get(src, o + i)
+    _combine1(lanes, n)
+    return lanes[0], cnt if skips(skip) else n
+
+
+@numba.njit(**_BODY)
+def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_runs`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    x0, xn, xc, xd, xh, _ = xg
+    y0, yn, yc, yd, yh, _ = yg
+    V = (D // OD) * (H // OH) * W
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    lanes = scratch(x, SUM_LANES)
+    buf = scratch(x, V if decodes(x) else 0)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        b = x0 + n * xn + c * xc + od * xd + oh * xh
+        if decodes(x):  # decoded in one unit-stride loop first (vectorised)
+            load_row(x, b, 1, V, buf)
+            t, k = _lane_run_sum(buf, 0, V, lanes, skip)
+        else:
+            t, k = _lane_run_sum(x, b, V, lanes, skip)
+        put(y, y0 + n * yn + c * yc + od * yd + oh * yh, _mean(x, t, k))
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_runs(x, xg, y, yg, dims, skip, nchunk):
+    """The average forward when every window is one contiguous run of memory: global pooling
+    of contiguous planes (``OD == OH == OW == 1``) and windows that are whole rows (``OD == D``,
+    ``OH == H``, ``OW == 1``: (None, 1)), ``xw == 1``. A work item is one window: a lane-order
+    sum at memory speed with no per-row bookkeeping (:func:`_lane_run_sum`)."""
+    for ch in prange(nchunk):
+        _avg_runs_chunk(np.int64(ch), x, xg, y, yg, dims, skip, nchunk)
 
 
 @numba.njit(**_BODY)
