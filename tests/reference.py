@@ -167,7 +167,10 @@ def _nanmax_pool(x, output_size, rank):
     for p in range(planes.shape[0]):
         for o, win in _cells(in_sp, out_sp):
             vals = planes[p][win].ravel()
-            at = 0 if np.isnan(vals).all() else int(np.nanargmax(vals))
+            # the first maximum of the numbers (np.nanargmax would take a NaN for -inf: it
+            # ties NaN with -inf, so [nan, -inf] gave 0), or the first element if none
+            valid = ~np.isnan(vals)
+            at = int(np.flatnonzero(valid & (vals == vals[valid].max()))[0]) if valid.any() else 0
             pos = np.unravel_index(at, tuple(s.stop - s.start for s in win))
             y[(p,) + o] = vals[at]
             ind[(p,) + o] = np.ravel_multi_index(

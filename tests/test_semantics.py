@@ -138,32 +138,38 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
-    "shape,output_size", [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7))]
+    "shape,output_size",
+    [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
+     ((1, 9, 37, 6), (1, None)), ((1, 9, 5, 45), (None, 1))],
 )
 def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
-    """The CPU average forward's three loop orders (direct, row by row, 8 planes side by
-    side; 16-bit planes or bands decoded first or not) give the same bits: the summation
-    order is the contract, not the loop order."""
+    """The CPU average forward's loop orders (window by window, row by row, columns side by
+    side, 8 planes side by side; 16-bit planes or bands decoded whole or not) give the same
+    bits: the summation order is the contract (the lane order), not the loop order."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = rand(shape, dtype, seed=13)
     xv = channels_last(x)
     got = {}
-    for name, width, area, band in [
-        ("direct", 10**9, 0, 1 << 16),
-        ("direct_undecoded", 10**9, 0, 0),
-        ("rowwise", 0, 0, 1 << 16),
-        ("lanewise", 10**9, 10**9, 1 << 16),  # 16-bit planes decoded whole
-        ("lanewise_bands", 10**9, 10**9, 0),  # 16-bit bands decoded output row by row
+    columns = output_size[-1] in (None, shape[-1]) and shape[-1] > 1
+    for name, order, band in [
+        ("direct", "direct", 1 << 16),
+        ("chosen", None, 1 << 16),
+        ("chosen_rows", None, 0),  # 16-bit: bands too long to decode go row by row
+        ("rowwise", "rowwise", 1 << 16),
+        ("columns", "columns" if columns else "direct", 1 << 16),
+        ("lanewise", "lanewise", 1 << 16),  # 16-bit planes decoded whole
+        ("lanewise_bands", "lanewise", 0),  # 16-bit bands decoded output row by row
         # one chunk: every output row after the first reuses (or replaces) decoded planes
-        ("lanewise_one_chunk", 10**9, 10**9, 1 << 16),
+        ("lanewise_one_chunk", "lanewise", 1 << 16),
     ]:
         if name.endswith("one_chunk"):
             monkeypatch.setattr(backend.BACKEND, "_chunks", lambda items: 1)
-        monkeypatch.setattr(backend, "_ROWWISE_WIDTH", width)
-        monkeypatch.setattr(backend, "_LANEWISE_ROW", area)
+        monkeypatch.setattr(backend, "_FORCE_ORDER", order)
         monkeypatch.setattr(backend, "_DECODED_BAND", band)
         got[name] = [bits(ap.adaptive_avg_pool2d(v, output_size)) for v in (x, xv)]
+    want = bits(ref.avg_pool_in_order(x, output_size, 2))
+    np.testing.assert_array_equal(got["direct"][0], want)
     for name in got:
         for a, b in zip(got["direct"], got[name]):
             np.testing.assert_array_equal(a, b, err_msg=name)

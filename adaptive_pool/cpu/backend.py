@@ -225,40 +225,79 @@ class CpuBackend:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
         return max(1, min(items, 32 * _thread_counts()[0]()))
 
-    def avg_pool(self, x, y, tab, dims, stream=None) -> None:
+    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False) -> None:
+        """The average forward in the contract's lane order; ``skipna`` averages the non-NaN
+        elements of each window (a specialisation of its own of the same kernels)."""
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         n, c, d, h, w, od, oh, ow = dims
+        skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
-        if w >= _ROWWISE_WIDTH * ow:
-            nch = self._chunks(n * c * od * oh)
-            self._launch(kernels.avg_pool_rowwise, work, xf, xg, yf, yg, tab, dims, nch)
+        rows = n * c * od * oh
+        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims)
+        if order == "runs":
+            self._launch(kernels.avg_pool_runs, work, xf, xg, yf, yg, dims, skip,
+                         self._chunks(rows))
             return
-        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
-            kernel, lanes = kernels.avg_pool_lanewise, kernels.LANES
+        if order == "lanewise":
+            nch = self._chunks(n * -(-c // kernels.LANES) * od * oh)
+            args = (_DECODED_BAND, skip, nch)
         else:
-            kernel, lanes = kernels.avg_pool_direct, 1
-        nch = self._chunks(n * -(-c // lanes) * od * oh)
-        self._launch(kernel, work, xf, xg, yf, yg, tab, dims, _DECODED_BAND, nch)
+            args = (skip, self._chunks(rows))
+        kernel = getattr(kernels, "avg_pool_" + order)
+        self._launch(kernel, work, xf, xg, yf, yg, tab, dims, *args)
 
-    def avg_pool_backward(self, go, gi, tab, dims, stream=None) -> None:
+    @staticmethod
+    def _avg_order(itemsize, xg, dims) -> str:
+        """Which loop order of the average forward serves ``dims`` (all give the same bits)."""
+        n, c, d, h, w, od, oh, ow = dims
+        if ow == w and w > 1:  # windows one column wide: (1, None)
+            return "columns"
+        if ow == 1 and xg[5] == 1 and (itemsize != 2 or d * h * w <= _DECODED_BAND):
+            # every window one run of memory: global pooling of contiguous planes, whole rows
+            plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)
+            if (od == oh == 1 and plane) or (od == d and oh == h):
+                return "runs"
+        # a 16-bit window band longer than the direct order's decoded band goes row by row
+        band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
+        if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
+            return "rowwise"
+        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
+            return "lanewise"
+        return "direct"
+
+    def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
+        """The average backward gather; with ``skipna`` (``x``: the forward's input, its 5-D
+        storage view) shares divide by each window's count of non-NaN elements of ``x``,
+        counted first into one int64 per output cell, and NaN inputs get +0.0."""
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
-        n, c, d, h, w = dims[:5]
-        if c >= kernels.LANES and h * w <= _LANES_PLANE:
-            self._launch(
-                kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab, dims,
-                self._chunks(n * -(-c // kernels.LANES) * d),
-            )
-            return
+        n, c, d, h, w, od, oh, ow = dims
         slabs, rows = n * c * d, h
+        if skipna:
+            xf, xg = flat_geometry(x)
+            cnt = np.empty(n * c * od * oh * ow, np.int64)
+            self._launch(
+                kernels.count_valid, n * c * d * h * w, xf, xg, cnt, tab, dims,
+                self._chunks(n * c * od * oh),
+            )
+            skip = kernels.SKIPNA
+        else:
+            if c >= kernels.LANES and h * w <= _LANES_PLANE:
+                self._launch(
+                    kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab,
+                    dims, self._chunks(n * -(-c // kernels.LANES) * d),
+                )
+                return
+            xf, xg, cnt, skip = gf, gg, _NO_COUNTS, kernels.PLAIN  # not read
         rpi = self._rows_per_item(slabs, rows)
         nch = self._chunks(slabs * -(-rows // rpi))
         self._launch(
-            kernels.avg_pool_backward, slabs * rows * w, gf, gg, if_, ig, tab, dims, rpi, nch
+            kernels.avg_pool_backward, slabs * rows * w, gf, gg, if_, ig, tab, dims, rpi,
+            xf, xg, cnt, skip, nch,
         )
 
-    def max_pool(self, x, y, ind, tab, dims, stream=None) -> None:
+    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
@@ -267,7 +306,8 @@ class CpuBackend:
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         self._launch(
             kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims, rpi,
-            _MAX_BLOCK, _TRACKED_WINDOW, self._chunks(n * c * od * -(-oh // rpi)),
+            _MAX_BLOCK, _TRACKED_WINDOW, kernels.SKIPNA if skipna else kernels.PLAIN,
+            self._chunks(n * c * od * -(-oh // rpi)),
         )
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
@@ -324,6 +364,14 @@ class CpuBackend:
         t = _thread_counts()[0]()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
+
+#: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",
+#: (for windows one column wide only) "columns" or (for windows that are one run of memory
+#: only) "runs".
+_FORCE_ORDER = None
+
+#: The counts the plain average backward does not read.
+_NO_COUNTS = np.empty(0, np.int64)
 
 #: Average windows at least this wide (on average) read their input row by row. The direct
 #: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input

@@ -6,16 +6,26 @@ singleton axes. Arrays arrive as flat 1-D storage arrays plus a geometry tuple
 the same compiled code: one specialisation per storage dtype (and index dtype), never per layout
 or rank. ``tab`` is the packed window table of :mod:`adaptive_pool.windows`.
 
-Summation order (the contract that makes CPU and CUDA results bitwise equal): sums run over
-w innermost, then h, then d, each level starting from +0.0 and adding in ascending order.
-A level whose only term is itself such a sum may take the term as is: a sum started from +0.0 is
-never -0.0, so ``0.0 + term == term`` bit for bit.
+Summation order (the contract that makes CPU and CUDA results bitwise equal; see
+``docs/summation-order.md``): an average forward window is summed in the *lane order*:
+element k of the window's flattened (d, h, w) order is added into lane ``k % 32`` (each lane
+from +0.0, in ascending k, in the accumulation type), then the lanes are combined by halving
+(lane i += lane i + 16, + 8, + 4, + 2, + 1) and lane 0 is divided by the integer volume (with
+skipna: the count of non-NaN elements; NaN elements add nothing). A lane is never -0.0, so
+lanes no element reached are skipped in the combination (or added as +0.0: the same bits),
+and a skipped NaN may add +0.0. The average backward keeps its order: covering output cells in
+ascending order, w innermost, then h, then d, each level from +0.0 (a level whose only term is
+itself such a sum may take it as is: ``0.0 + term == term`` bit for bit).
 
 How they go fast: work is handed out in ``nchunk`` contiguous ranges of work items, walked with
 counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
-indices are unsigned (see :mod:`~adaptive_pool.cpu.access`); the average forward picks one of
-three loop orders by window size, and small planes of both average operators are computed
-``LANES`` at a time; the average backward reduces along w once per covering output row and adds
+indices are unsigned (see :mod:`~adaptive_pool.cpu.access`). The average forward has five
+loop orders, all in the lane order: window by window (a window row added into a rotating
+32-lane accumulator as contiguous chunks, :func:`_run_add`), row by row for long windows,
+columns side by side for windows one column wide (a ``32 x W`` accumulator), 8 planes side by
+side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global pooling,
+(None, 1)). skipna is a compile-time flag (:func:`skips`): the plain kernels compile exactly
+as without it. The average backward reduces along w once per covering output row and adds
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
 ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
@@ -74,104 +84,134 @@ def _step(i0, i1, i2, i3, a, b, c):
     return i0, i1, i2, i3
 
 
-#: Planes summed side by side by the average forward's ``LANES`` loop order (the width of
-#: the tuples of :func:`_lane_get` and :func:`_lane_add`) and by the average backward's lanes.
+#: Planes side by side in the average forward's lanewise loop order and the average
+#: backward's lanes kernel.
 LANES = 8
 
-@numba.njit(inline="always")
-def _add_row_windows(src, b, step, ws, we, sdh):
-    """``sdh[ow] += sum(src[b + w * step] for w in window ow)``: one input row, every window.
-
-    Each window's row sum starts from +0.0 and runs in ascending w (the contract's innermost
-    level); ``src`` is the input itself or a decoded copy of the row.
-    """
-    for ow in range(ws.size):
-        a = acc(src, 0)
-        for w in range(ws[ow], we[ow]):
-            a += get(src, b + w * step)
-        sdh[ow] += a
+#: Lanes of the contract's summation order (a GPU warp's width): element k of a window's
+#: flattened (d, h, w) order is added into lane ``k % SUM_LANES``.
+SUM_LANES = 32
 
 
-@numba.njit(inline="always")
-def _direct_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, s):
-    """``s[ow]``: the sum of window ow of one plane, looping over each window directly."""
-    for ow in range(ws.size):
-        w0, w1 = ws[ow], we[ow]
-        t = acc(x, 0)
-        for d in range(d0, d1):
-            tdh = acc(x, 0)
-            for h in range(h0, h1):
-                tdw = acc(x, 0)
-                b = xb + d * xd + h * xh
-                for w in range(w0, w1):
-                    tdw += get(x, b + w * xw)
-                tdh += tdw
-            t += tdh
-        s[ow] = t
+def skips(flag):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(skips, inline="always")
+def _skips(flag):
+    """Whether a kernel skips NaN: ``()`` no, ``(1,)`` yes. A compile-time constant taken from
+    the flag's type, so the plain kernels compile without a trace of skipna and the skipping
+    ones are specialisations of their own (compiled only when used)."""
+    on = isinstance(flag, types.BaseTuple) and len(flag) == 1
+    return lambda flag: on
+
+
+#: The flags for :func:`skips`.
+PLAIN = ()
+SKIPNA = (1,)
 
 
 @numba.njit(inline="always")
-def _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s):
-    """``s[ow]``: the same sums as :func:`_direct_sums`, reading the band row by row and
-    adding each row's sums to every window (16-bit rows decoded once into ``row``)."""
-    for ow in range(ws.size):
-        s[ow] = 0
-    for d in range(d0, d1):
-        for ow in range(ws.size):
-            sdh[ow] = 0
-        for h in range(h0, h1):
-            b = xb + d * xd + h * xh
-            if decodes(x):
-                load_row(x, b, xw, row.size, row)
-                _add_row_windows(row, 0, 1, ws, we, sdh)
+def _run_add(src, b, step, n, lanes, L, cnt, skip):
+    """Add ``src[b + j * step]`` (decoded, ``j < n``) into ``lanes[(L + j) % 32]``, the window's
+    elements from its position ``L`` on; returns the next position's lane and ``cnt`` plus the
+    elements added. Contiguous chunks ``lanes[L:L+m]``, so a unit-stride run is vector adds.
+    With :func:`skips`, NaN adds +0.0 instead (a lane is never -0.0: the same bits as not
+    adding) and is not counted."""
+    j = 0
+    while j < n:
+        m = min(n - j, SUM_LANES - L)
+        bj = b + j * step
+        if skips(skip):
+            z = acc(src, 0)
+            if step == 1:
+                for i in range(m):
+                    v = get(src, bj + i)
+                    ok = v == v
+                    lanes[np.uint64(L + i)] += v if ok else z
+                    cnt += np.int64(ok)
             else:
-                _add_row_windows(x, b, xw, ws, we, sdh)
-        for ow in range(ws.size):
-            s[ow] += sdh[ow]
+                for i in range(m):
+                    v = get(src, bj + i * step)
+                    ok = v == v
+                    lanes[np.uint64(L + i)] += v if ok else z
+                    cnt += np.int64(ok)
+        else:
+            if step == 1:
+                for i in range(m):
+                    lanes[np.uint64(L + i)] += get(src, bj + i)
+            else:
+                for i in range(m):
+                    lanes[np.uint64(L + i)] += get(src, bj + i * step)
+            cnt += m
+        j += m
+        L = (L + m) & (SUM_LANES - 1)
+    return L, cnt
 
 
 @numba.njit(inline="always")
-def _lane_get(x, o, xc):
-    """The element at ``o`` of each of ``LANES`` planes ``xc`` apart, as a tuple."""
-    return (
-        get(x, o), get(x, o + xc), get(x, o + 2 * xc), get(x, o + 3 * xc),
-        get(x, o + 4 * xc), get(x, o + 5 * xc), get(x, o + 6 * xc), get(x, o + 7 * xc),
-    )
+def _combine(a, P, filled):
+    """The lanes' halving steps on ``a``, ``SUM_LANES`` rows of ``P`` independent sums
+    (``a[lane * P + p]``): row i += row i + 16, + 8, + 4, + 2, + 1; the sums end in
+    ``a[:P]``. Only the first ``filled`` rows were written; the others would be +0.0, which
+    changes no lane, so they are skipped (CUDA's ``_combine_lanes``). Each step is one
+    contiguous loop (vectorised for any ``P``)."""
+    m = min(filled, SUM_LANES)
+    half = SUM_LANES // 2
+    while half >= 1:
+        if m > half:
+            hp = half * P
+            for t in range((m - half) * P):
+                a[np.uint64(t)] += a[np.uint64(t + hp)]
+            m = half
+        half //= 2
 
 
 @numba.njit(inline="always")
-def _lane_add(a, b):
-    """``a + b`` lane by lane."""
-    return (
-        a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3],
-        a[4] + b[4], a[5] + b[5], a[6] + b[6], a[7] + b[7],
-    )
+def _combine1(a, filled):
+    """:func:`_combine` of one set of lanes (``P == 1``); all 32 reached: constant trip counts,
+    which LLVM unrolls into a few vector adds without run-time overlap checks."""
+    if filled >= SUM_LANES:
+        for t in range(16):
+            a[t] += a[t + 16]
+        for t in range(8):
+            a[t] += a[t + 8]
+        for t in range(4):
+            a[t] += a[t + 4]
+        for t in range(2):
+            a[t] += a[t + 2]
+        a[0] += a[1]
+    else:
+        _combine(a, 1, filled)
 
 
 @numba.njit(inline="always")
-def _lane_sums(x, xb, xc, xd, xh, xw, d0, d1, h0, h1, ws, we, s):
-    """``s[ow * LANES + l]``: window ow's sum in plane ``l`` of ``LANES`` planes ``xc`` apart.
+def _zero(a, n):
+    for t in range(n):
+        a[t] = 0
 
-    The direct order for every plane, the planes side by side: ``LANES`` independent sums
-    per step instead of one chain. The sums are tuples, so they live in registers (arrays
-    were loaded and stored at every step: 1.1-1.3x slower).
-    """
-    z = acc(x, 0)
-    zero = (z, z, z, z, z, z, z, z)
-    for ow in range(ws.size):
-        w0, w1 = ws[ow], we[ow]
-        t = zero
-        for d in range(d0, d1):
-            tdh = zero
-            for h in range(h0, h1):
-                tdw = zero
-                b = xb + d * xd + h * xh
-                for w in range(w0, w1):
-                    tdw = _lane_add(tdw, _lane_get(x, b + w * xw, xc))
-                tdh = _lane_add(tdh, tdw)
-            t = _lane_add(t, tdh)
-        for l in range(LANES):
-            s[ow * LANES + l] = t[l]
+
+@numba.njit(inline="always")
+def _window_sum(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, W, lanes, skip):
+    """Window ``[d0,d1)x[h0,h1)x[w0,w1)``'s sum in the lane order and its element count
+    (non-NaN with :func:`skips`). Rows that are one run of memory are added as one run (a whole
+    contiguous plane in global pooling: one vectorised pass)."""
+    nd, nh, nw = d1 - d0, h1 - h0, w1 - w0
+    vol = nd * nh * nw
+    _zero(lanes, min(vol, SUM_LANES))
+    run, nrh, nrd = nw, nh, nd
+    if xw == 1 and nw == W and xh == W:
+        run, nrh = nh * W, 1
+        if xd == run:
+            run, nrd = nd * run, 1
+    b0 = xb + d0 * xd + h0 * xh + w0 * xw
+    L, cnt = 0, 0
+    for d in range(nrd):
+        for h in range(nrh):
+            L, cnt = _run_add(x, b0 + d * xd + h * xh, xw, run, lanes, L, cnt, skip)
+    _combine1(lanes, vol)
+    return lanes[0], cnt
+
 
 
 def _band(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):  # pragma: no cover - stub
@@ -233,17 +273,17 @@ def _avg_item(tab, dims, xg, yg, lanes, oh, od, cb, n):
     return d0, d1, h0, h1, c0, xb, yb, (d1 - d0) * (h1 - h0), min(lanes, C - c0)
 
 
+
+
 @numba.njit(inline="always")
-def _avg_store(x, y, yb, yw, OW, vdh, ws, we, s):
-    """``y[yb + ow * yw] = s[ow] / volume(ow)`` for one output row."""
-    for ow in range(OW):
-        # volume as the integer product, converted once (bit-identical)
-        s[ow] = s[ow] / acc(x, vdh * (we[ow] - ws[ow]))
-    store_row(y, yb, yw, OW, s, 0)
+def _mean(x, s, n):
+    """The window's mean: its lane sum over its element count, in the accumulation type (an
+    empty count with skipna gives 0/0: NaN)."""
+    return s / acc(x, n)
 
 
 @numba.njit(**_BODY)
-def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
+def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_direct`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -252,52 +292,62 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    row = scratch(x, W if decodes(x) else 0)
-    sdh = scratch(x, OW)
     s = scratch(x, OW)
+    lanes = scratch(x, SUM_LANES)
     band = scratch(x, 0)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
-        d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
+        d0, d1, h0, h1, _, xb, yb, _, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
         need = (d1 - d0) * (h1 - h0) * W
-        if decodes(x) and band.size < need and need <= band_limit:
+        if decodes(x) and band.size < need:
             band = scratch(x, need)
-        # a 16-bit band too long to copy goes row by row (the same sums)
-        rows = decodes(x) and band.size < need
         bx, bb, _, bd, bh, bw, e0, e1, f0, f1 = _band(
-            x, xb, xc, 0 if rows else 1, xd, xh, xw, d0, d1, h0, h1, W, band
+            x, xb, xc, 1, xd, xh, xw, d0, d1, h0, h1, W, band
         )
-        if rows:
-            _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
-        else:
-            _direct_sums(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
-        _avg_store(x, y, yb, yw, OW, vdh, ws, we, s)
+        for ow in range(OW):
+            t, k = _window_sum(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws[ow], we[ow], W, lanes, skip)
+            s[ow] = _mean(x, t, k)
+        store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
-def avg_pool_direct(x, xg, y, yg, tab, dims, band_limit, nchunk):
-    """``y[o] = sum(x[window(o)]) / volume(o)``, looping over each window directly; a work
-    item is one output row of one plane.
+def avg_pool_direct(x, xg, y, yg, tab, dims, skip, nchunk):
+    """``y[o] = sum(x[window(o)]) / volume(o)``, window by window; a work item is one output
+    row of one plane.
 
-    The average forward has three loop orders with the same sums, each a kernel of its own, so
-    that a call compiles only the one it uses (one kernel with all three took 3x as long to
-    compile as the direct one alone); the backend picks one from the window sizes:
+    The average forward has four loop orders with the same sums (the contract's lane order),
+    each a kernel of its own, so that a call compiles only the one it uses; the backend picks
+    one from the window sizes:
 
-    * this one: it beat sharing row sums between overlapping windows on every measured shape,
-      because short rows made the bookkeeping dominate;
-    * :func:`avg_pool_rowwise` for long windows;
+    * this one, the general one: each window summed on its own (:func:`_window_sum`), rows
+      that are one run of memory as one run (global pooling of contiguous planes);
+    * :func:`avg_pool_rowwise` for long windows (and (None, 1): windows that are rows);
+    * :func:`avg_pool_columns` for windows one column wide ((1, None));
     * :func:`avg_pool_lanewise` for small windows of many planes.
 
-    16-bit bands of up to ``band_limit`` elements (its scratch) are decoded before they are
-    summed (:func:`_band`); longer ones go row by row.
+    16-bit bands are decoded before they are summed (:func:`_band`); the backend sends bands
+    longer than its limit to :func:`avg_pool_rowwise`. ``skip``: see :func:`skips`.
     """
     for ch in prange(nchunk):
-        _avg_direct_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, nchunk)
+        _avg_direct_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
+
+
+@numba.njit(inline="always")
+def _add_row_windows(src, b, step, ws, we, lanes, pos, cnt, skip):
+    """One input row's segments into every window's lanes: window ow's segment
+    ``[ws[ow], we[ow])`` goes on at its position ``pos[ow]`` in ``lanes[32 ow:]``."""
+    for ow in range(ws.size):
+        w0 = ws[ow]
+        o = ow * SUM_LANES
+        pos[ow], cnt[ow] = _run_add(
+            src, b + w0 * step, step, we[ow] - w0, lanes[o : o + SUM_LANES], pos[ow], cnt[ow],
+            skip,
+        )
 
 
 @numba.njit(**_BODY)
-def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, nchunk):
+def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_rowwise`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -306,28 +356,109 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, nchunk):
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    row = scratch(x, W)
-    sdh = scratch(x, OW)
+    row = scratch(x, W if decodes(x) else 0)
+    lanes = scratch(x, OW * SUM_LANES)
+    pos = np.empty(OW, np.int64)
+    cnt = np.empty(OW, np.int64)
     s = scratch(x, OW)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
-        _rowwise_sums(x, xb, xd, xh, xw, d0, d1, h0, h1, ws, we, row, sdh, s)
-        _avg_store(x, y, yb, yw, OW, vdh, ws, we, s)
+        for ow in range(OW):
+            o = ow * SUM_LANES
+            _zero(lanes[o : o + SUM_LANES], min(vdh * (we[ow] - ws[ow]), SUM_LANES))
+            pos[ow] = 0
+            cnt[ow] = 0
+        for d in range(d0, d1):
+            for h in range(h0, h1):
+                b = xb + d * xd + h * xh
+                if decodes(x):
+                    load_row(x, b, xw, W, row)
+                    _add_row_windows(row, 0, 1, ws, we, lanes, pos, cnt, skip)
+                else:
+                    _add_row_windows(x, b, xw, ws, we, lanes, pos, cnt, skip)
+        for ow in range(OW):
+            o = ow * SUM_LANES
+            la = lanes[o : o + SUM_LANES]
+            _combine1(la, vdh * (we[ow] - ws[ow]))
+            s[ow] = _mean(x, la[0], cnt[ow])
+        store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
-def avg_pool_rowwise(x, xg, y, yg, tab, dims, nchunk):
+def avg_pool_rowwise(x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward for long windows: each input row of the band is read once, in
-    order, adding its row sums to all windows at once (16-bit rows decoded once): a streaming
-    read where the direct loop jumps between rows (2.5x on 224x224 -> 6x6 from memory)."""
+    order, adding its segment to every window's lanes at the window's running position
+    (16-bit rows decoded once): a streaming read where the direct loop jumps between rows.
+    A window that is one row ((None, 1)) is one vectorised pass over it."""
     for ch in prange(nchunk):
-        _avg_rowwise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, nchunk)
+        _avg_rowwise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
 
 
 @numba.njit(**_BODY)
-def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
+def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_columns`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    _, _, _, xd, xh, xw = xg
+    yw = yg[5]
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    a = scratch(x, SUM_LANES * W)
+    row = scratch(x, W if decodes(x) or skips(skip) else 0)
+    cnt = np.zeros(W if skips(skip) else 0, np.int64)
+    z = acc(x, 0)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
+        _zero(a, min(vdh, SUM_LANES) * W)
+        if skips(skip):
+            _zero(cnt, W)
+        k = 0
+        for d in range(d0, d1):
+            for h in range(h0, h1):
+                b = xb + d * xd + h * xh
+                o = (k & (SUM_LANES - 1)) * W
+                if decodes(x) or skips(skip):
+                    load_row(x, b, xw, W, row)
+                    if skips(skip):
+                        for w in range(W):
+                            v = row[w]
+                            ok = v == v
+                            a[np.uint64(o + w)] += v if ok else z
+                            cnt[w] += np.int64(ok)
+                    else:
+                        for w in range(W):
+                            a[np.uint64(o + w)] += row[w]
+                elif xw == 1:
+                    for w in range(W):
+                        a[np.uint64(o + w)] += x[np.uint64(b + w)]
+                else:
+                    for w in range(W):
+                        a[np.uint64(o + w)] += x[np.uint64(b + w * xw)]
+                k += 1
+        _combine(a, W, vdh)
+        if skips(skip):
+            for w in range(W):
+                a[w] = _mean(x, a[w], cnt[w])
+        else:
+            for w in range(W):
+                a[w] = _mean(x, a[w], vdh)
+        store_row(y, yb, yw, W, a, 0)
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_columns(x, xg, y, yg, tab, dims, skip, nchunk):
+    """The average forward for windows one column wide (``OW == W``: (1, None) and the like):
+    every column of an output row's band side by side. Element k of a window is its k-th band
+    row, so band row k is added whole into row ``k % 32`` of a ``32 x W`` accumulator (one
+    vectorised loop along the contiguous row) and the halving steps combine whole rows."""
+    for ch in prange(nchunk):
+        _avg_columns_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
+
+
+@numba.njit(**_BODY)
+def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_lanewise`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -337,15 +468,16 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
     r_lo, r_hi = _chunk(ch, nchunk, N * CB * OD * OH)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    s = scratch(x, OW * LANES)
+    a = scratch(x, SUM_LANES * LANES)
+    cnt = np.empty(LANES, np.int64)
+    poff = np.empty(LANES, np.int64)
     band = scratch(x, 0)
+    z = acc(x, 0)
     last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, nl = _avg_item(tab, dims, xg, yg, LANES, oh, od, cb, n)
-        # 16-bit planes that fit band_limit are decoded whole, once for all their output rows:
-        # rows shared by two windows once, in one long run (1.2-1.3x on 7x7 -> 1x1 and
-        # 14x14 -> 5x5; 1.1x slower in the direct order on 56x56 -> 7x7)
+        # 16-bit planes that fit band_limit are decoded whole, once for all their output rows
         whole = decodes(x) and nl * D * H * W <= band_limit
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
         need = nl * (bd1 - bd0) * (bh1 - bh0) * W
@@ -359,29 +491,139 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, nchunk):
         )
         # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
         e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
-        if nl == LANES:
-            _lane_sums(bx, bb, bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
-            for ow in range(OW):
-                # volume as the integer product, converted once (bit-identical)
-                v = acc(x, vdh * (we[ow] - ws[ow]))
-                for l in range(LANES):
-                    put(y, yb + l * yc + ow * yw, s[ow * LANES + l] / v)
-        else:  # a last block of fewer planes: the direct order, plane by plane
-            for l in range(nl):
-                _direct_sums(bx, bb + l * bc, bd, bh, bw, e0, e1, f0, f1, ws, we, s)
-                _avg_store(x, y, yb + l * yc, yw, OW, vdh, ws, we, s)
+        for l in range(LANES):  # a last block of fewer planes repeats its last plane
+            poff[l] = min(l, nl - 1) * bc
+        for ow in range(OW):
+            w0, w1 = ws[ow], we[ow]
+            vol = vdh * (w1 - w0)
+            _zero(a, min(vol, SUM_LANES) * LANES)
+            if skips(skip):
+                _zero(cnt, LANES)
+            k = 0
+            for d in range(e0, e1):
+                for h in range(f0, f1):
+                    b = bb + d * bd + h * bh
+                    for w in range(w0, w1):
+                        o = b + w * bw
+                        q = (k & (SUM_LANES - 1)) * LANES
+                        for l in range(LANES):
+                            v = get(bx, o + poff[l])
+                            if skips(skip):
+                                ok = v == v
+                                a[np.uint64(q + l)] += v if ok else z
+                                cnt[l] += np.int64(ok)
+                            else:
+                                a[np.uint64(q + l)] += v
+                        k += 1
+            _combine(a, LANES, vol)
+            for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
+                t = _mean(x, a[p], cnt[p] if skips(skip) else vol)
+                put(y, yb + p * yc + ow * yw, t)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
 
 @numba.njit(**_JIT)
-def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, nchunk):
+def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     """The average forward for small windows: ``LANES`` planes side by side, so the loop
-    overhead of a small window is paid once for all of them (2.3x on 7x7 -> 1x1); a work item
-    is one output row of ``LANES`` planes. A last block of fewer planes takes the direct
-    order. 16-bit planes are decoded before they are summed (:func:`_band`): whole planes
+    overhead of a small window is paid once for all of them; a work item is one output row of
+    ``LANES`` planes. The accumulator is ``32 x LANES`` (lane-major), each of its rows a lane
+    of the contract's order for every plane at once, so the halving steps are vector adds
+    too. A last block of fewer planes computes its last plane in the spare planes and does not
+    store them. 16-bit planes are decoded before they are summed (:func:`_band`): whole planes
     when ``LANES`` of them fit ``band_limit`` elements, else the windows' bands."""
     for ch in prange(nchunk):
-        _avg_lanewise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, nchunk)
+        _avg_lanewise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk)
+
+
+@numba.njit(inline="always")
+def _lane_run_sum(src, b, n, lanes, skip):
+    """The lane-order sum of the unit-stride run ``src[b:b+n]`` (a whole window) and its
+    count: whole rounds of 32 with a constant trip count (unrolled into vector adds), then the
+    last partial round."""
+    _zero(lanes, SUM_LANES)
+    z = acc(src, 0)
+    cnt = 0
+    nfull = n >> 5
+    for j in range(nfull + 1):
+        o = b + (j << 5)
+        m = SUM_LANES if j < nfull else n - (nfull << 5)
+        if skips(skip):
+            for i in range(m):
+                v = get(src, o + i)
+                ok = v == v
+                lanes[i] += v if ok else z
+                cnt += np.int64(ok)
+        elif j < nfull:
+            for i in range(SUM_LANES):
+                lanes[i] += get(src, o + i)
+        else:
+            for i in range(m):
+                lanes[i] += get(src, o + i)
+    _combine1(lanes, n)
+    return lanes[0], cnt if skips(skip) else n
+
+
+@numba.njit(**_BODY)
+def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_runs`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    x0, xn, xc, xd, xh, _ = xg
+    y0, yn, yc, yd, yh, _ = yg
+    V = (D // OD) * (H // OH) * W
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    lanes = scratch(x, SUM_LANES)
+    buf = scratch(x, V if decodes(x) else 0)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        b = x0 + n * xn + c * xc + od * xd + oh * xh
+        if decodes(x):  # decoded in one unit-stride loop first (vectorised)
+            load_row(x, b, 1, V, buf)
+            t, k = _lane_run_sum(buf, 0, V, lanes, skip)
+        else:
+            t, k = _lane_run_sum(x, b, V, lanes, skip)
+        put(y, y0 + n * yn + c * yc + od * yd + oh * yh, _mean(x, t, k))
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_runs(x, xg, y, yg, dims, skip, nchunk):
+    """The average forward when every window is one contiguous run of memory: global pooling
+    of contiguous planes (``OD == OH == OW == 1``) and windows that are whole rows (``OD == D``,
+    ``OH == H``, ``OW == 1``: (None, 1)), ``xw == 1``. A work item is one window: a lane-order
+    sum at memory speed with no per-row bookkeeping (:func:`_lane_run_sum`)."""
+    for ch in prange(nchunk):
+        _avg_runs_chunk(np.int64(ch), x, xg, y, yg, dims, skip, nchunk)
+
+
+@numba.njit(**_BODY)
+def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
+    """Chunk ``ch`` of :func:`count_valid`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+    x0, xn, xc, xd, xh, xw = xg
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for r in range(r_lo, r_hi):
+        xb = x0 + n * xn + c * xc
+        for ow in range(OW):
+            k = 0
+            for d in range(tab[sd + od], tab[ed + od]):
+                for h in range(tab[sh + oh], tab[eh + oh]):
+                    b = xb + d * xd + h * xh
+                    for w in range(tab[sw + ow], tab[ew + ow]):
+                        v = get(x, b + w * xw)
+                        k += np.int64(v == v)
+            cnt[r * OW + ow] = k
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def count_valid(x, xg, cnt, tab, dims, nchunk):
+    """``cnt[o]``: how many elements of window ``o`` are not NaN (C order of the outputs): the
+    divisors of the NaN-skipping average backward."""
+    for ch in prange(nchunk):
+        _count_chunk(np.int64(ch), x, xg, cnt, tab, dims, nchunk)
+
 
 
 @numba.njit(inline="always")
@@ -406,13 +648,17 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
+def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
 
     A work item is ``rows_per_item`` input rows of one ``(n, c, d)`` slab. It first reduces the
     covering output rows along w (``part[od, oh, iw]``, the innermost level of the sum), then
     adds those partial rows along h and d with contiguous, vectorisable row operations. An input
     row covered by a single output row is written straight from its partial row.
+
+    With :func:`skips` (``skip``), the NaN-skipping average's gradient: output o's share is
+    ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`) and the inputs that
+    are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
 
     Unlike the other kernels, its loop body stays inline in the ``prange`` loop: as a function
     of its own (see ``_JIT``) it compiled 10-20% faster but ran 1.4x slower from the cache on
@@ -430,6 +676,8 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
         g = scratch(go, OW)
         row = scratch(go, W)
         rowd = scratch(go, W)
+        rowm = scratch(go, W if skips(skip) else 0)
+        x0, xn, xc, xd, xh, xw = xg
         wl = tab[lw : lw + W]
         wh = tab[hw : hw + W]
         blk, d, c, n = _unravel(it_lo, nblk, D, C)
@@ -448,9 +696,14 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                 for oh in range(oh0, oh1):
                     vdh = vd * (tab[eh + oh] - tab[sh + oh])
                     load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                    for ow in range(OW):
-                        # volume as the integer product, converted once (bit-identical)
-                        g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                    if skips(skip):  # each window's count of non-NaN elements
+                        cr = (((n * C + c) * OD + od) * OH + oh) * OW
+                        for ow in range(OW):
+                            g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
+                    else:
+                        for ow in range(OW):
+                            # volume as the integer product, converted once (bit-identical)
+                            g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
                     q = ((od - od0) * nh + (oh - oh0)) * W
                     for w in range(W):
                         s = acc(go, 0)
@@ -463,10 +716,18 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, nchunk):
                 b = ib + h * ih_
                 q0 = (lo - oh0) * W
                 if od1 - od0 == 1 and hi - lo == 1:
-                    store_row(gi, b, iw_, W, part, q0)
-                    continue
-                _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
-                store_row(gi, b, iw_, W, row, 0)
+                    src, so = part, q0
+                else:
+                    _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
+                    src, so = row, 0
+                if skips(skip):  # NaN inputs get +0.0
+                    xr = x0 + n * xn + c * xc + d * xd + h * xh
+                    z = acc(go, 0)
+                    for w in range(W):
+                        v = get(x, xr + w * xw)
+                        rowm[w] = src[np.uint64(so + w)] if v == v else z
+                    src, so = rowm, 0
+                store_row(gi, b, iw_, W, src, so)
             blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
@@ -573,7 +834,19 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
 
 
 @numba.njit(inline="always")
-def _fold_max(x, b, xw, n, dd, pk, pd):
+def _mkey(x, v, skip):
+    """The max forward's key of stored value ``v``: :func:`~adaptive_pool.cpu.access.key`, or
+    with :func:`skips` NaN as the smallest key of all (below -inf), so the first maximum of the
+    numbers wins and a window of NaN only points at its first element."""
+    k = key(x, v)
+    if skips(skip):
+        kn = key_nan(x)
+        return -kn - 1 if k == kn else k
+    return k
+
+
+@numba.njit(inline="always")
+def _fold_max(x, b, xw, n, dd, pk, pd, skip):
     """Fold element ``i`` of a row (stride ``xw`` from ``b``) into ``pk[i]``, the larger key,
     and ``pd[i] = dd`` where it is strictly larger: ``pd`` keeps the first of equal maxima.
 
@@ -582,7 +855,7 @@ def _fold_max(x, b, xw, n, dd, pk, pd):
     for i in range(n):
         # every load before any store: a reload after the store to pk became a masked store
         # (vpmaskmovd), 4x slower on Zen 3
-        k, kp, dp = key(x, x[np.uint64(b + i * xw)]), pk[i], pd[i]
+        k, kp, dp = _mkey(x, x[np.uint64(b + i * xw)], skip), pk[i], pd[i]
         pk[i] = max(kp, k)
         pd[i] = dd if k > kp else dp
 
@@ -605,20 +878,20 @@ def _log2_above(n):
 
 
 @numba.njit(inline="always")
-def _rescan(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, last):
+def _rescan(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, last, skip):
     """Where in window ``[d0,d1)x[h0,h1)x[w0,w1)`` key ``m`` is first (last if ``last``): the
     contract's scan order (backwards for the last), stopping at the first hit."""
     if not last:
         for d in range(d0, d1):
             for h in range(h0, h1):
                 for w in range(w0, w1):
-                    if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                    if _mkey(x, x[np.uint64(xb + d * xd + h * xh + w * xw)], skip) == m:
                         return d, h, w
     else:
         for d in range(d1 - 1, d0 - 1, -1):
             for h in range(h1 - 1, h0 - 1, -1):
                 for w in range(w1 - 1, w0 - 1, -1):
-                    if key(x, x[np.uint64(xb + d * xd + h * xh + w * xw)]) == m:
+                    if _mkey(x, x[np.uint64(xb + d * xd + h * xh + w * xw)], skip) == m:
                         return d, h, w
     return d0, h0, w0  # not reached: m is a key of the window
 
@@ -643,7 +916,7 @@ def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr):
 
 
 @numba.njit(**_BODY)
-def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk):
+def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool`, reading at most ``part`` input rows at a time."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -678,10 +951,10 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk)
                 dd = np.int32((d - d0) << sr)
                 b = xb + d * xd + ha * xh
                 if flat:
-                    _fold_max(x, b, 1, (hz - ha) * W, dd, pk, pd)
+                    _fold_max(x, b, 1, (hz - ha) * W, dd, pk, pd, skip)
                 else:
                     for r in range(hz - ha):
-                        _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :])
+                        _fold_max(x, b + r * xh, xw, W, dd, pk[r * W :], pd[r * W :], skip)
             for oh in range(oh0, oh1):
                 h0, h1 = tab[sh + oh], tab[eh + oh]
                 lo, hi = max(h0, ha), min(h1, hz)
@@ -707,9 +980,11 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk)
                         elif (k > m) | ((k == m) & (r < br)):
                             br, bw = r, w
                         m = max(m, k)
-                    if m == knan or not exact:
+                    # with skipna NaN is the smallest key: never the last-NaN rule
+                    nan_won = m == knan and not skips(skip)
+                    if nan_won or not exact:
                         d, h, w = _rescan(
-                            x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, m == knan
+                            x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, nan_won, skip
                         )
                     else:
                         r = (np.int64(m) << 32) - bv if int32_keys else br
@@ -720,7 +995,7 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk)
 
 
 @numba.njit(**_JIT)
-def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, nchunk):
+def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, skip, nchunk):
     """Max over each window with its flat in-plane index; a work item is ``rows_per_item``
     output rows of one ``(n, c, od)``.
 
@@ -728,7 +1003,9 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, n
     element, and a value is taken when ``v > best or v != v``. So the result is the window's
     last NaN if it has one, else its first element equal to the maximum (-0 == +0). Keys (see
     :func:`~adaptive_pool.cpu.access.key`) order like the values; the value is copied as
-    stored (NaN payloads survive).
+    stored (NaN payloads survive). With :func:`skips` (``skip``), NaN keys are the smallest
+    (:func:`_mkey`): the first maximum of the window's numbers (even -inf), or for a window of
+    NaN only its first element, as the CUDA kernel's "``v > best``, or the first number" scan.
 
     Computed axis by axis, each level keeping the first position of its maximum:
 
@@ -755,7 +1032,9 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, n
     # rows a part: a block of several output rows is taken whole (the backend sizes it)
     part = rows if rpi > 1 else max(1, min(rows, budget // W))
     for ch in prange(nchunk):
-        _max_chunk(np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, nchunk)
+        _max_chunk(
+            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk
+        )
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.

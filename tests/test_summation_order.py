@@ -1,0 +1,107 @@
+"""DESIGN §8: every loop order of the CPU average forward sums in the contract's lane order.
+
+Element k of a window's flattened (d, h, w) order goes into lane ``k % 32``; the lanes are
+combined by halving (``reference.lane_sum``). Each loop order is forced through the backend
+(``_FORCE_ORDER``) and compared bit for bit with ``reference.avg_pool_in_order``, in every
+dtype, for windows of 1 to 100 elements (so lanes that wrap and partial last rounds), on
+strided, negative-stride and channels-last views, for global pooling, (None, 1) and (1, None),
+with and without skipna. Shapes stay small: the reference is a Python loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+import reference as ref
+from support import ALL_DTYPES, DTYPE_IDS, bits, channels_last, rand
+
+ORDERS = ("direct", "rowwise", "lanewise", "columns", "runs")
+
+# (shape, output size): windows from 1 to 100 elements
+CASES = [
+    ((2, 9, 1, 1), (1, 1)),  # windows of one element
+    ((1, 9, 7, 7), (1, 1)),  # global: 49 elements, one wrap of the lanes
+    ((1, 3, 10, 10), (1, 1)),  # global: 100 elements, 3 wraps + 4
+    ((2, 2, 4, 8), (1, 1)),  # global: exactly 32
+    ((1, 3, 5, 33), (None, 1)),  # rows of 33
+    ((1, 2, 3, 100), (None, 1)),  # rows of 100
+    ((1, 3, 40, 5), (1, None)),  # columns of 40
+    ((2, 2, 65, 3), (1, None)),  # columns of 65
+    ((1, 9, 11, 13), (2, 3)),  # overlapping windows of 30-42 elements
+    ((1, 2, 9, 70), (3, 2)),  # windows of 105 in rows of 35
+    ((1, 3, 6, 7), (4, 5)),  # small overlapping windows (2-6 elements)
+    ((1, 2, 3, 4), (5, 7)),  # upsampling: windows of 1-2 elements
+    ((1, 2, 17, 4), (3, None)),  # columns of 6-7 (OW == W, OH > 1)
+]
+
+
+def _views(x):
+    """Contiguous, strided, negative-stride and channels-last views of the same values."""
+    big = np.zeros(x.shape[:-1] + (2 * x.shape[-1] + 1,), x.dtype)
+    big[..., 1::2] = x
+    neg = np.ascontiguousarray(x[..., ::-1, ::-1])[..., ::-1, ::-1]
+    return {"c": x, "strided": big[..., 1::2], "neg": neg, "cl": channels_last(x)}
+
+
+def _valid(order, shape, osz, view):
+    """Whether ``order`` can take the case: columns need windows one column wide, runs
+    windows that are one contiguous run (global pooling or whole rows of a C-order view)."""
+    out = tuple(i if o is None else o for o, i in zip(osz, shape[-2:]))
+    if order == "columns":
+        return out[-1] == shape[-1] > 1
+    if order == "runs":
+        return view == "c" and out[-1] == 1 and (out[0] in (1, shape[-2]))
+    return True
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("order", ORDERS)
+def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, monkeypatch):
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    rng = np.random.default_rng(7)
+    for shape, osz in CASES:
+        if not _valid(order, shape, osz, "c"):
+            continue
+        x = rand(shape, dtype, seed=len(shape) + shape[-1])
+        if skipna:
+            x[rng.random(shape) < 0.3] = np.nan
+            x[..., :1, :] = np.nan  # rows of NaN only (all-NaN windows in some cases)
+        want = bits(ref.avg_pool_in_order(x, osz, 2, skipna))
+        monkeypatch.setattr(backend, "_FORCE_ORDER", order)
+        for name, v in _views(x).items():
+            if not _valid(order, shape, osz, name):
+                continue
+            got = ap.adaptive_avg_pool2d(v, osz, skipna=skipna)
+            np.testing.assert_array_equal(
+                bits(got), want, err_msg=f"{order} {name} {shape}->{osz}"
+            )
+        monkeypatch.setattr(backend, "_FORCE_ORDER", None)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_every_window_size_1_to_100(dtype, monkeypatch):
+    """1-D windows of every size from 1 to 100 elements, in each order that can take them."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    for n in range(1, 101):
+        x = rand((1, 9, n), dtype, seed=n)
+        want = bits(ref.avg_pool_in_order(x, 1, 1))
+        for order in ("direct", "rowwise", "lanewise", "runs"):
+            monkeypatch.setattr(backend, "_FORCE_ORDER", order)
+            got = ap.adaptive_avg_pool1d(x, 1)
+            np.testing.assert_array_equal(bits(got), want, err_msg=f"{order} {n}")
+    monkeypatch.setattr(backend, "_FORCE_ORDER", None)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_3d_windows_and_the_default_choice(dtype):
+    """Windows over d too (k runs over d, then h, then w), through the backend's own choice."""
+    for shape, osz in [((1, 9, 5, 7, 9), (2, 3, 2)), ((1, 2, 4, 6, 6), (1, 1, 1)),
+                       ((1, 2, 3, 4, 40), (None, None, 1)), ((1, 2, 6, 7, 3), (1, 1, None))]:
+        x = rand(shape, dtype, seed=3)
+        y = ap.adaptive_avg_pool3d(x, osz)
+        np.testing.assert_array_equal(bits(y), bits(ref.avg_pool_in_order(x, osz, 3)))
