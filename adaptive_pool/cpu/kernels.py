@@ -536,31 +536,77 @@ def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
 
 
 @numba.njit(inline="always")
+def _add8(t, s, o):
+    """``t[i] + s[o + i]`` (decoded) for 8 lanes: a tuple, kept in registers."""
+    return (t[0] + get(s, o), t[1] + get(s, o + 1), t[2] + get(s, o + 2), t[3] + get(s, o + 3),
+            t[4] + get(s, o + 4), t[5] + get(s, o + 5), t[6] + get(s, o + 6), t[7] + get(s, o + 7))
+
+
+@numba.njit(inline="always")
+def _add8_upto(t, s, o, r):
+    """:func:`_add8` of the lanes ``i < r`` only (the others add +0.0: no change)."""
+    z = acc(s, 0)
+    return (
+        t[0] + (get(s, o) if 0 < r else z), t[1] + (get(s, o + 1) if 1 < r else z),
+        t[2] + (get(s, o + 2) if 2 < r else z), t[3] + (get(s, o + 3) if 3 < r else z),
+        t[4] + (get(s, o + 4) if 4 < r else z), t[5] + (get(s, o + 5) if 5 < r else z),
+        t[6] + (get(s, o + 6) if 6 < r else z), t[7] + (get(s, o + 7) if 7 < r else z),
+    )
+
+
+@numba.njit(inline="always")
+def _vadd8(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3],
+            a[4] + b[4], a[5] + b[5], a[6] + b[6], a[7] + b[7])
+
+
+@numba.njit(inline="always")
+def _lane_run_sum8(src, b, n):
+    """The lane-order sum of the unit-stride run ``src[b:b+n]``, all 32 lanes in registers
+    (four 8-tuples): whole rounds, the last partial round, then the halving steps. Lanes no
+    element reached hold +0.0 and add nothing, so the full tree gives the contract's bits."""
+    z = acc(src, 0)
+    t0 = (z, z, z, z, z, z, z, z)
+    t1, t2, t3 = t0, t0, t0
+    nfull = n >> 5
+    for j in range(nfull):
+        o = b + (j << 5)
+        t0 = _add8(t0, src, o)
+        t1 = _add8(t1, src, o + 8)
+        t2 = _add8(t2, src, o + 16)
+        t3 = _add8(t3, src, o + 24)
+    r = n - (nfull << 5)
+    if r > 0:
+        o = b + (nfull << 5)
+        t0 = _add8_upto(t0, src, o, r)
+        t1 = _add8_upto(t1, src, o + 8, r - 8)
+        t2 = _add8_upto(t2, src, o + 16, r - 16)
+        t3 = _add8_upto(t3, src, o + 24, r - 24)
+    e = _vadd8(_vadd8(t0, t2), _vadd8(t1, t3))  # i += i + 16, then i += i + 8
+    f0, f1, f2, f3 = e[0] + e[4], e[1] + e[5], e[2] + e[6], e[3] + e[7]
+    g0, g1 = f0 + f2, f1 + f3
+    return g0 + g1
+
+
+@numba.njit(inline="always")
 def _lane_run_sum(src, b, n, lanes, skip):
     """The lane-order sum of the unit-stride run ``src[b:b+n]`` (a whole window) and its
-    count: whole rounds of 32 with a constant trip count (unrolled into vector adds), then the
-    last partial round."""
+    count: in registers (:func:`_lane_run_sum8`: 1.25-1.5x against lanes in memory), or with
+    :func:`skips` through ``lanes`` (NaN adds +0.0 and is not counted)."""
+    if not skips(skip):
+        return _lane_run_sum8(src, b, n), n
     _zero(lanes, SUM_LANES)
     z = acc(src, 0)
     cnt = 0
-    nfull = n >> 5
-    for j in range(nfull + 1):
+    for j in range((n + SUM_LANES - 1) >> 5):
         o = b + (j << 5)
-        m = SUM_LANES if j < nfull else n - (nfull << 5)
-        if skips(skip):
-            for i in range(m):
-                v = get(src, o + i)
-                ok = v == v
-                lanes[i] += v if ok else z
-                cnt += np.int64(ok)
-        elif j < nfull:
-            for i in range(SUM_LANES):
-                lanes[i] += get(src, o + i)
-        else:
-            for i in range(m):
-                lanes[i] += get(src, o + i)
+        for i in range(min(SUM_LANES, n - (j << 5))):
+            v = get(src, o + i)
+            ok = v == v
+            lanes[i] += v if ok else z
+            cnt += np.int64(ok)
     _combine1(lanes, n)
-    return lanes[0], cnt if skips(skip) else n
+    return lanes[0], cnt
 
 
 @numba.njit(**_BODY)
