@@ -68,21 +68,25 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
     elif kernel == "fill_zero":
         fn, sig = K.fill_zero, (a, G6, types.UniTuple(I64, 5))
     else:
-        fn = getattr(K.kernels_for(STORAGE[storage]), kernel)
+        name, _, skipna = kernel.partition("/")
+        fn = getattr(K.kernels_for(STORAGE[storage], skipna == "skipna"), name)
         sig = {
             "avg_pool": (a, G6, a, G6, TAB, G8),
-            "avg_pool_backward": (a, G6, a, G6, TAB, G8),
+            "avg_pool_backward": (a, G6, a, G6, TAB, G8, a, G6, types.int64[::1]),
+            "count_valid": (a, G6, types.int64[::1], TAB, G8),
             "max_pool": (a, G6, a, G6, j, G6, TAB, G8),
             "max_pool_backward": (a, G6, j, G6, a, G6, TAB, G8),
-        }[kernel]
+        }[name]
     ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
     return ptx
 
 
 CASES = (
-    [("avg_pool", s, None) for s in STORAGE]
-    + [("avg_pool_backward", s, None) for s in STORAGE]
+    [(k, s, None) for k in ("avg_pool", "avg_pool/skipna") for s in STORAGE]
+    + [(k, s, None) for k in ("avg_pool_backward", "avg_pool_backward/skipna") for s in STORAGE]
+    + [("count_valid/skipna", s, None) for s in STORAGE]
     + [("max_pool", s, i) for s in STORAGE for i in INDEX]
+    + [("max_pool/skipna", s, "i32") for s in STORAGE]
     + [("max_pool_backward", s, i) for s in STORAGE for i in INDEX]
     + [("first_bad_index", None, i) for i in INDEX]
     + [("fill_zero", s, None) for s in ("f16", "f32", "f64")]  # uint16/32/64 views in real use
@@ -90,7 +94,7 @@ CASES = (
 
 
 def _case_id(case):
-    return "-".join(p for p in case if p)
+    return "-".join(p.replace("/", "-") for p in case if p)
 
 
 @pytest.mark.parametrize("cc", CCS, ids=CC_IDS)
@@ -104,7 +108,7 @@ def test_kernel_compiles_to_ptx(case, cc):
     assert ".ftz" not in ptx, "flush-to-zero would change subnormal results"
     assert not re.search(r"\bfma\.", ptx), "a fused multiply-add rounds differently"
     assert "div.approx" not in ptx and "div.full" not in ptx
-    if kernel in ("avg_pool", "avg_pool_backward"):
+    if kernel.partition("/")[0] in ("avg_pool", "avg_pool_backward"):
         acc = "f64" if storage == "f64" else "f32"
         assert f"div.rn.{acc}" in ptx
     if storage in ("f16", "bf16") and kernel != "fill_zero":

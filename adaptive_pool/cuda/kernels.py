@@ -70,24 +70,6 @@ def _split(t, C, A, B, E):
 LANES = 32
 
 
-@cuda.jit(device=True)
-def _combine_lanes(lanes, filled):
-    """Lane 0 after the halving steps (lane i += lane i + 16, + 8, + 4, + 2, + 1).
-
-    Only the first ``filled`` lanes were written; the others hold +0.0, and adding +0.0 changes
-    no lane (a lane is never -0.0: it starts at +0.0), so the steps skip them.
-    """
-    m = min(filled, LANES)
-    half = LANES // 2
-    while half >= 1:
-        if m > half:
-            for i in range(m - half):
-                lanes[i] += lanes[i + half]
-            m = half
-        half //= 2
-    return lanes[0]
-
-
 class KernelSet(NamedTuple):
     """The data kernels of one storage dtype (and one ``skipna``)."""
 
@@ -134,7 +116,17 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                             lanes[k % LANES] += v
                             count += 1
                         k += 1
-            s = _combine_lanes(lanes, k)
+            # lane i += lane i + 16, + 8, 4, 2, 1; only the first k lanes were written, the
+            # others hold +0.0, which changes no lane (a lane starting at +0.0 is never -0.0)
+            m = min(k, LANES)
+            half = LANES // 2
+            while half >= 1:
+                if m > half:
+                    for i in range(m - half):
+                        lanes[i] += lanes[i + half]
+                    m = half
+                half //= 2
+            s = lanes[0]
             # k is the volume; with skipna an all-NaN window divides 0 by 0: NaN
             y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(acc_t(s / acc_t(count)))
 
