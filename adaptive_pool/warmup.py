@@ -22,12 +22,12 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 __all__ = ["main", "warmup"]
 
 
-def _warm_one(name: str, dtypes, index_dtypes) -> tuple[str, int, float]:
+def _warm_one(name: str, dtypes, index_dtypes, skipna) -> tuple[str, int, float]:
     """In a worker process: compile kernel group ``name``; ``(name, specialisations, seconds)``."""
     from .cpu.warm import warm  # noqa: PLC0415 - imported in the worker, not the parent
 
     t = time.perf_counter()
-    n = warm(name, dtypes, index_dtypes)
+    n = warm(name, dtypes, index_dtypes, skipna)
     return name, n, time.perf_counter() - t
 
 
@@ -37,6 +37,7 @@ def warmup(
     jobs: int | None = None,
     index_dtypes: list[str] | None = None,
     out=sys.stdout,
+    skipna: bool = True,
 ) -> float:
     """Compile the CPU kernels into Numba's cache, one process per kernel.
 
@@ -53,6 +54,8 @@ def warmup(
         Index dtypes of the max kernels (``"int32"``, ``"int64"``); both by default.
     out : file, optional
         Where progress goes, one line per kernel as it finishes.
+    skipna : bool, default True
+        Also the NaN-skipping specialisations.
 
     Returns
     -------
@@ -75,7 +78,7 @@ def warmup(
     ctx = multiprocessing.get_context("spawn")
     done = 0
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        pending = {pool.submit(_warm_one, name, dtypes, index_dtypes) for name in names}
+        pending = {pool.submit(_warm_one, name, dtypes, index_dtypes, skipna) for name in names}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in finished:
@@ -100,13 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--index-dtypes", help="int32 and/or int64, for the max kernels (default: both)")
     p.add_argument("--jobs", "-j", type=int, help="processes at a time (default: CPUs)")
     p.add_argument("--list", action="store_true", help="list the kernel names and exit")
+    p.add_argument("--no-skipna", action="store_true",
+                   help="only the plain kernels, not the NaN-skipping ones")
     args = p.parse_args(argv)
     if args.list:
         print("\n".join(kernel_names()))
         return 0
     split = (lambda s: [v.strip() for v in s.split(",") if v.strip()] if s else None)
     try:
-        warmup(split(args.dtypes), split(args.kernels), args.jobs, split(args.index_dtypes))
+        warmup(split(args.dtypes), split(args.kernels), args.jobs, split(args.index_dtypes),
+               skipna=not args.no_skipna)
     except (ValueError, TypeError) as e:
         print(f"warmup: {e}", file=sys.stderr)
         return 2

@@ -1,8 +1,8 @@
 """Fixtures shared by the CPU test files.
 
-* ``warm_kernels`` (session, autouse): compiles every CPU kernel specialisation once (every
-  storage dtype, both index dtypes) before the first test, so timings and thread tests do not
-  pay compiles and the numba cache is filled once.
+* ``warm_kernels`` (session, autouse): every CPU kernel specialisation (every storage dtype,
+  both index dtypes, plain and NaN-skipping), loaded from the cache ``make test``'s warm-up
+  filled (or compiled), before the first test.
 * hypothesis profiles: ``default`` (bounded, no deadline: first calls compile), ``ci`` (the same,
   derandomized) and ``thorough`` (more examples, for a manual run:
   ``pytest --hypothesis-profile=thorough``).
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -30,17 +29,10 @@ def warm_kernels(request):
     # Only for runs that include CPU tests: the CUDA simulator runs in its own process.
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return
-    import adaptive_pool as ap
-    from support import ALL_DTYPES, INDEX_DTYPES
+    from adaptive_pool.cpu.warm import kernel_names, warm
 
-    for dt in ALL_DTYPES:
-        x2 = np.ones((1, 1, 3, 3), dt)
-        y2 = ap.adaptive_avg_pool2d(x2, 2)
-        ap.adaptive_avg_pool2d_backward(y2, x2)
-        x3 = np.ones((1, 1, 2, 3, 3), dt)
-        for idt in INDEX_DTYPES:
-            y3, i3 = ap.adaptive_max_pool3d(x3, 2, index_dtype=idt)
-            ap.adaptive_max_pool3d_backward(y3, x3, i3)
+    for name in kernel_names():  # every kernel, every dtype: loaded from the warm-up's cache
+        warm(name)
 
 
 @pytest.fixture(scope="session")

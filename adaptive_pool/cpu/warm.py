@@ -34,25 +34,34 @@ def _problem(storage: np.dtype, in3: tuple, out3: tuple, c: int = 1):
 
 
 def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None]:
-    def run(storage: np.dtype, index: np.dtype) -> None:
+    """The average forward on a problem that takes the loop order of the group, plain and
+    NaN-skipping (a specialisation each)."""
+
+    def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, in3, out3, c)
-        BACKEND.avg_pool(x, np.empty((1, c) + out3, storage), tab, dims)
+        for skip in (False, True)[: 1 + skipna]:
+            BACKEND.avg_pool(x, np.empty((1, c) + out3, storage), tab, dims, skipna=skip)
 
     return run
 
 
-def _avg_backward(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None]:
-    def run(storage: np.dtype, index: np.dtype) -> None:
+def _avg_backward(in3: tuple, out3: tuple, c: int, skips: bool) -> Callable:
+    """The average backward, plain, and NaN-skipping (which counts first) where it ``skips``."""
+
+    def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, in3, out3, c)
-        BACKEND.avg_pool_backward(np.zeros((1, c) + out3, storage), x, tab, dims)
+        go = np.zeros((1, c) + out3, storage)
+        for skip in (False, True)[: 1 + (skipna and skips)]:
+            BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=skip, x=x)
 
     return run
 
 
-def _max(storage: np.dtype, index: np.dtype) -> None:
+def _max(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
     x, tab, dims = _problem(storage, (2, 3, 3), (1, 2, 2))
     y = np.empty((1, 1, 1, 2, 2), storage)
-    BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims)
+    for skip in (False, True)[: 1 + skipna]:
+        BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims, skipna=skip)
 
 
 def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
@@ -60,7 +69,7 @@ def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
     one (the index check, then the gather). One output cell pools the whole plane, so index 0
     is valid for it."""
 
-    def run(storage: np.dtype, index: np.dtype) -> None:
+    def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         gi, tab, dims = _problem(storage, (2, 3, 3), (1, 1, 1))
         if not dense:
             gi = np.zeros((1, 1, 2, 3, 6), storage)[..., ::2]
@@ -76,9 +85,14 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_direct": (("avg_pool_direct",), False, _avg((1, 3, 3), (1, 2, 2), 1)),
     "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 32), (1, 1, 2), 1)),
     "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
-    "avg_pool_backward": (("avg_pool_backward",), False, _avg_backward((1, 3, 3), (1, 2, 2), 1)),
+    "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
+    "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
+    "avg_pool_backward": (
+        ("avg_pool_backward", "count_valid"), False,
+        _avg_backward((1, 3, 3), (1, 2, 2), 1, True),
+    ),
     "avg_pool_backward_lanes": (
-        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
+        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8, False)
     ),
     "max_pool": (("max_pool",), True, _max),
     "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
@@ -94,7 +108,10 @@ def kernel_names() -> list[str]:
 
 
 def warm(
-    name: str, dtypes: list[str] | None = None, index_dtypes: list[str] | None = None
+    name: str,
+    dtypes: list[str] | None = None,
+    index_dtypes: list[str] | None = None,
+    skipna: bool = True,
 ) -> int:
     """Compile (or load from Numba's cache) kernel group ``name`` for each of ``dtypes``.
 
@@ -106,6 +123,8 @@ def warm(
         dtype names (``"float32"``, ``"bfloat16"``, ...); every supported dtype by default.
     index_dtypes : list of str, optional
         Index dtypes for the max kernels (``"int32"``, ``"int64"``); both by default.
+    skipna : bool, default True
+        Also the NaN-skipping specialisations (``skipna=True`` calls).
 
     Returns
     -------
@@ -125,8 +144,10 @@ def warm(
     count = 0
     for spec in specs:
         for index in indices if indexed else indices[:1]:
-            run(spec.storage, index)
+            run(spec.storage, index, skipna)
             for target in targets:
+                if target in _SKIPNA_ONLY and not skipna:
+                    continue
                 # the array dtypes that name this specialisation among the kernel's signatures
                 want = {index} if target in _INDEX_ONLY else {spec.storage}
                 if indexed:
@@ -136,6 +157,9 @@ def warm(
             count += len(targets)
     return count
 
+
+#: Kernels only NaN-skipping calls use.
+_SKIPNA_ONLY = {"count_valid"}
 
 #: Kernels whose only dtype-dependent argument is the indices.
 _INDEX_ONLY = {"first_bad_index"}
