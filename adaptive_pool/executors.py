@@ -145,6 +145,9 @@ class Executor:
         self.dims = (n, c) + in3 + out3
         # Nothing to compute: no planes, or an empty output (a backward of it is all zeros).
         self.empty = n * c == 0 or 0 in out3
+        # Windows of given tables (a Dask block's, rebased) need not follow from the sizes, as
+        # some of the backends' loop orders assume (one output per input row, say)
+        self._given_windows = {} if tables is None else {"sized_windows": False}
         if self.empty:
             self.tables_host = np.empty(0, np.int64)
         elif tables is None:
@@ -321,7 +324,7 @@ class Executor:
                 else:
                     be.avg_pool(
                         self._view(x, st), self._view(yt, st), tab, self.dims, stream,
-                        **self._skipna(),
+                        **self._skipna(), **self._given_windows,
                     )
                 self._finish(y, yt, stream)
             return (y, idx) if self.op.max else y

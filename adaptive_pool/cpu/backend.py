@@ -225,16 +225,18 @@ class CpuBackend:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
         return max(1, min(items, 32 * _thread_counts()[0]()))
 
-    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False) -> None:
+    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
         """The average forward in the contract's lane order; ``skipna`` averages the non-NaN
-        elements of each window (a specialisation of its own of the same kernels)."""
+        elements of each window (a specialisation of its own of the same kernels). Without
+        ``sized_windows`` the tables' windows are not those of the sizes (a Dask block's): only
+        the loop orders that read them serve."""
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
         rows = n * c * od * oh
-        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims)
+        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims, sized_windows)
         if order == "runs":
             self._launch(kernels.avg_pool_runs, work, xf, xg, yf, yg, dims, skip,
                          self._chunks(rows))
@@ -248,12 +250,18 @@ class CpuBackend:
         self._launch(kernel, work, xf, xg, yf, yg, tab, dims, *args)
 
     @staticmethod
-    def _avg_order(itemsize, xg, dims) -> str:
-        """Which loop order of the average forward serves ``dims`` (all give the same bits)."""
+    def _avg_order(itemsize, xg, dims, sized_windows=True) -> str:
+        """Which loop order of the average forward serves ``dims`` (all give the same bits);
+        "columns" and "runs" take their windows from the sizes, not the tables."""
         n, c, d, h, w, od, oh, ow = dims
-        if ow == w and w > 1:  # windows one column wide: (1, None)
+        if sized_windows and ow == w and w > 1:  # windows one column wide: (1, None)
             return "columns"
-        if ow == 1 and xg[5] == 1 and (itemsize != 2 or d * h * w <= _DECODED_BAND):
+        if (
+            sized_windows
+            and ow == 1
+            and xg[5] == 1
+            and (itemsize != 2 or d * h * w <= _DECODED_BAND)
+        ):
             # every window one run of memory: global pooling of contiguous planes, whole rows
             plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)
             if (od == oh == 1 and plane) or (od == d and oh == h):

@@ -211,7 +211,8 @@ class CudaBackend:
     def _dims(dims) -> tuple[int, ...]:
         return tuple(int(d) for d in dims)
 
-    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False) -> None:
+    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
+        # one thread per output reads its window from the tables, whatever they hold
         s = resolve_stream(stream, x, y)
         xf, xg = flat(x, "x")
         yf, yg = flat(y, "out")
