@@ -16,6 +16,7 @@ __all__ = [
     "check_rank",
     "check_index_dtype",
     "check_flag",
+    "check_backward",
 ]
 
 OutputSize = Union[int, Sequence[Union[int, None]]]
@@ -103,3 +104,40 @@ def check_flag(value: object, name: str) -> bool:
             argument=name,
         )
     return bool(value)
+
+
+def check_backward(
+    op: "object", x_shape, x_dtype, g_shape, g_dtype, i_shape=None, i_dtype=None
+) -> "np.dtype | None":
+    """The checks of a backward's arrays against each other: ranks, N and C, dtypes, and the
+    indices' shape and dtype (``op`` an :class:`~adaptive_pool.executors.Operator`). Returns
+    the index dtype (None for an average)."""
+    xs, gs = tuple(x_shape), tuple(g_shape)
+    check_rank(xs, op.ranks, "x", op.layout)
+    if len(gs) != len(xs):
+        raise AdaptivePoolValueError(
+            f"grad_output must have the rank of x ({len(xs)}-D, {op.layout}), got shape "
+            f"{gs} for x of shape {xs}",
+            argument="grad_output",
+        )
+    lead = len(xs) - op.spatial
+    if gs[:lead] != xs[:lead]:
+        what = "N and C" if lead == 2 else "C"
+        raise AdaptivePoolValueError(
+            f"grad_output and x must agree in {what}: got grad_output {gs} and x {xs}",
+            argument="grad_output",
+        )
+    if g_dtype != x_dtype:
+        raise AdaptivePoolTypeError(
+            f"grad_output has dtype {g_dtype} but x has dtype {x_dtype}; they must match",
+            argument="grad_output",
+        )
+    if not op.max:
+        return None
+    index_dtype = check_index_dtype(i_dtype, "indices")
+    if tuple(i_shape) != gs:
+        raise AdaptivePoolValueError(
+            f"indices must have grad_output's shape {gs}, got {tuple(i_shape)}",
+            argument="indices",
+        )
+    return index_dtype

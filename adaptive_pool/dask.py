@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import blocks, windows
-from .arguments import check_index_dtype, check_rank, parse_output_size, require
+from .arguments import check_backward, check_index_dtype, check_rank, parse_output_size, require
 from .cpu.backend import BACKEND as CPU
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import OPERATORS, Operator, plan_key
@@ -272,35 +272,13 @@ def _backward(
         _known_chunks(x, "x")
     xs, xdt = tuple(int(s) for s in x.shape), np.dtype(x.dtype)
     gs = tuple(int(s) for s in go.shape)
-    check_rank(xs, op.ranks, "x", op.layout)
-    if len(gs) != len(xs):
-        raise AdaptivePoolValueError(
-            f"grad_output must have the rank of x ({len(xs)}-D, {op.layout}), got shape {gs} "
-            f"for x of shape {xs}",
-            argument="grad_output",
-        )
-    sp = op.spatial
-    lead = len(xs) - sp
-    if gs[:lead] != xs[:lead]:
-        what = "N and C" if lead == 2 else "C"
-        raise AdaptivePoolValueError(
-            f"grad_output and x must agree in {what}: got grad_output {gs} and x {xs}",
-            argument="grad_output",
-        )
-    if go.dtype != xdt:
-        raise AdaptivePoolTypeError(
-            f"grad_output has dtype {go.dtype} but x has dtype {xdt}; they must match",
-            argument="grad_output",
-        )
-    idt = None
     if op.max:
         indices = _as_dask(require(indices, "indices"), "indices")
-        idt = check_index_dtype(indices.dtype, "indices")
-        if tuple(indices.shape) != gs:
-            raise AdaptivePoolValueError(
-                f"indices must have grad_output's shape {gs}, got {tuple(indices.shape)}",
-                argument="indices",
-            )
+    idt = check_backward(
+        op, xs, xdt, gs, go.dtype, *((indices.shape, indices.dtype) if op.max else ())
+    )
+    sp = op.spatial
+    lead = len(xs) - sp
     in_sp, out_sp = xs[lead:], gs[lead:]
     key = plan_key(op.name, CPU, xs, xdt, out_sp, idt, skipna=skipna)  # sizes, dtypes, indices
     x_chunks = x.chunks if isinstance(x, da.Array) else da.core.normalize_chunks(

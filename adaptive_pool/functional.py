@@ -15,9 +15,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import OutputSize, check_index_dtype, check_rank, parse_output_size, require
+from .arguments import (
+    OutputSize,
+    check_backward,
+    check_index_dtype,
+    check_rank,
+    parse_output_size,
+    require,
+)
 from .dispatch import backend_for, layer_for
-from .errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .executors import OPERATORS, Executor, get_executor, plan_key, recall, remember
 
 __all__ = [
@@ -109,35 +115,9 @@ def backward_executor(
     be = backend_for(grad_output=grad_output, x=x, indices=indices, **outputs)
     xs, xdt = be.describe(x)
     gs, gdt = be.describe(grad_output)
-    check_rank(xs, o.ranks, "x", o.layout)
-    if len(gs) != len(xs):
-        raise AdaptivePoolValueError(
-            f"grad_output must have the rank of x ({len(xs)}-D, {o.layout}), got shape "
-            f"{tuple(gs)} for x of shape {tuple(xs)}",
-            argument="grad_output",
-        )
+    ishape, idt = be.describe(indices) if o.max else (None, None)
+    index_dtype = check_backward(o, xs, xdt, gs, gdt, ishape, idt)
     lead = len(xs) - o.spatial
-    if tuple(gs[:lead]) != tuple(xs[:lead]):
-        what = "N and C" if lead == 2 else "C"
-        raise AdaptivePoolValueError(
-            f"grad_output and x must agree in {what}: got grad_output {tuple(gs)} and x "
-            f"{tuple(xs)}",
-            argument="grad_output",
-        )
-    if gdt != xdt:
-        raise AdaptivePoolTypeError(
-            f"grad_output has dtype {gdt} but x has dtype {xdt}; they must match",
-            argument="grad_output",
-        )
-    index_dtype = None
-    if o.max:
-        ishape, idt = be.describe(indices)
-        index_dtype = check_index_dtype(idt, "indices")
-        if tuple(ishape) != tuple(gs):
-            raise AdaptivePoolValueError(
-                f"indices must have grad_output's shape {tuple(gs)}, got {tuple(ishape)}",
-                argument="indices",
-            )
     key = plan_key(op, be, xs, xdt, tuple(int(s) for s in gs[lead:]), index_dtype, skipna=skipna)
     ex = get_executor(key, be)
     return remember(memo, ex) if fast else ex
