@@ -141,13 +141,12 @@ def warm(
     indices = [np.dtype(d) for d in index_dtypes] if index_dtypes else list(INDEX_DTYPES)
     if not set(indices) <= set(INDEX_DTYPES):
         raise ValueError(f"index dtypes must be int32 or int64, got {index_dtypes}")
+    targets = [t for t in targets if skipna or t not in _SKIPNA_ONLY]
     count = 0
     for spec in specs:
         for index in indices if indexed else indices[:1]:
             run(spec.storage, index, skipna)
             for target in targets:
-                if target in _SKIPNA_ONLY and not skipna:
-                    continue
                 # the array dtypes that name this specialisation among the kernel's signatures
                 want = {index} if target in _INDEX_ONLY else {spec.storage}
                 if indexed:
