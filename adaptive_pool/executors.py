@@ -30,6 +30,8 @@ __all__ = [
     "get_executor",
     "recall",
     "remember",
+    "prepared_call",
+    "keep_prepared",
     "clear_cache",
 ]
 
@@ -168,6 +170,7 @@ class Executor:
             self.tables_host = tables
         self.workspace_size = int(self.tables_host.nbytes)
         self._tables = backend.tables(self.tables_host) if not self.empty else None
+        self._prepared: Any = None
 
     def _require_memory(self, nbytes: int, what: str, fits: Callable[[int], str]) -> None:
         """An error naming the argument that sized an allocation too large for the memory."""
@@ -264,6 +267,79 @@ class Executor:
         if workspace is None:
             return self._tables
         return self.backend.bind_workspace(self.tables_host, workspace, self.workspace_size)
+
+    # -- repeated calls ----------------------------------------------------------------------
+    def prepared(self) -> Optional[Callable[..., Any]]:
+        """:meth:`run` for the common case of a small call, as lean as it gets, or None.
+
+        The function takes the operator's inputs (``x``; ``grad_output, x``; ``grad_output,
+        indices``) and returns fresh results as :meth:`run` would, or None where the max
+        backward found an index outside its window (:meth:`run` then says which). It checks
+        nothing: the caller vouches that the inputs are C-contiguous, aligned, writeable
+        NumPy arrays of the plan's shapes and dtypes. None where the backend prepares no
+        launches (CUDA) or there is nothing to compute.
+        """
+        if self._prepared is None:
+            self._prepared = self._prepare() or False
+        return self._prepared or None
+
+    def _prepare(self) -> Optional[Callable[..., Any]]:
+        be = self.backend
+        if self.empty or not hasattr(be, "prepare_avg_pool"):
+            return None
+        dt, st, tab, dims = self.spec.dtype, self.spec.storage, self._tables, self.dims
+        n, c, d, h, w, od, oh, ow = dims
+        # the flat geometry (offset, strides in elements) of C-contiguous 5-D views
+        xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
+        yg = (0, c * od * oh * ow, od * oh * ow, oh * ow, ow, 1)
+        xs, ys = self.x_shape, self.y_shape
+        if st is None:
+            def flat(a):
+                return a.reshape(-1)
+        else:
+            def flat(a):
+                return a.view(st).reshape(-1)
+        if not self.op.backward and self.op.max:
+            launch = be.prepare_max_pool(xg, yg, yg, tab, dims, self.skipna, typed=True)
+            idx = self.index_dtype
+
+            def max_pool(x):
+                y, i = np.empty(ys, dt), np.empty(ys, idx)
+                launch(flat(x), flat(y), i.reshape(-1))
+                return y, i
+
+            return max_pool
+        if not self.op.backward:
+            launch = be.prepare_avg_pool(
+                xg, yg, tab, dims, dt.itemsize, self.skipna, typed=True, **self._given_windows
+            )
+
+            def avg_pool(x):
+                y = np.empty(ys, dt)
+                launch(flat(x), flat(y))
+                return y
+
+            return avg_pool
+        if self.op.max:
+            launch = be.prepare_max_pool_backward(yg, yg, xg, tab, dims, True, typed=True)
+
+            def max_pool_backward(grad_output, indices):
+                gi = np.empty(xs, dt)
+                bad = launch(flat(grad_output), indices.reshape(-1), flat(gi))
+                return gi if bad < 0 else None
+
+            return max_pool_backward
+        skipna = self.skipna
+        launch = be.prepare_avg_pool_backward(
+            yg, xg, tab, dims, xg if skipna else None, typed=True
+        )
+
+        def avg_pool_backward(grad_output, x):
+            gi = np.empty(xs, dt)
+            launch(flat(grad_output), flat(gi), flat(x) if skipna else None)
+            return gi
+
+        return avg_pool_backward
 
     # -- running -----------------------------------------------------------------------------
     def run(
@@ -484,8 +560,34 @@ def remember(memo: tuple, ex: Executor) -> Executor:
     return ex
 
 
+#: Prepared calls (:meth:`Executor.prepared`) by the name, shapes, dtypes and other arguments
+#: of NumPy calls that ran once the long way: a repeated small call costs a few microseconds
+#: instead of tens. The one-call functions keep them for plain arrays (C-contiguous, aligned,
+#: writeable) and fresh results only, so each call that takes one has arguments just like one
+#: that passed every check.
+_PREPARED: dict[tuple, Callable[..., Any]] = {}
+
+
+def prepared_call(key: tuple) -> Optional[Callable[..., Any]]:
+    """The prepared call :func:`keep_prepared` stored for ``key``, or None."""
+    try:
+        return _PREPARED.get(key)
+    except TypeError:  # an unhashable argument: the checks will say what is wrong with it
+        return None
+
+
+def keep_prepared(key: tuple, ex: Executor) -> None:
+    """Store ``ex``'s prepared call, if it has one, for calls whose arguments are ``key``."""
+    run = ex.prepared()
+    if run is not None:
+        if len(_PREPARED) >= _MEMO_SIZE:
+            _PREPARED.clear()
+        _PREPARED[key] = run
+
+
 def clear_cache() -> None:
-    """Forget every cached executor (frees their workspaces)."""
+    """Forget every cached executor (frees their workspaces) and prepared call."""
     with _CACHE_LOCK:
         _CACHE.clear()
         _MEMO.clear()
+        _PREPARED.clear()

@@ -24,7 +24,16 @@ from .arguments import (
     require,
 )
 from .dispatch import backend_for, layer_for
-from .executors import OPERATORS, Executor, get_executor, plan_key, recall, remember
+from .executors import (
+    OPERATORS,
+    Executor,
+    get_executor,
+    keep_prepared,
+    plan_key,
+    prepared_call,
+    recall,
+    remember,
+)
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -265,6 +274,17 @@ def _document(f: Callable, name: str, template: str) -> Callable:
     return f
 
 
+#: NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE
+_PLAIN_FLAGS = 0x0001 | 0x0100 | 0x0400
+
+
+def _plain(*arrays: Any) -> bool:
+    """Whether every array is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
+    prepared calls (:func:`~adaptive_pool.executors.prepared_call`) take."""
+    return all(type(a) is np.ndarray and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
+               for a in arrays)
+
+
 def _avg(name: str) -> Callable:
     def pool(
         x: Any,
@@ -274,11 +294,23 @@ def _avg(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
+        fast = (
+            out is None and stream is None and type(skipna) is bool
+            and type(x) is np.ndarray and x.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
+        )
+        if fast:
+            key = (name, x.shape, x.dtype, output_size, skipna)
+            run = prepared_call(key)
+            if run is not None and _plain_size(output_size):
+                return run(x)
         layer = layer_for(x, out)
         if layer is not None:
             return layer.run(name, x, output_size, skipna=skipna, out=out, stream=stream)
         ex = forward_executor(name, x, output_size, skipna=skipna, out=out)
-        return ex.run(x, out=out, stream=stream)
+        y = ex.run(x, out=out, stream=stream)
+        if fast and _plain_size(output_size):
+            keep_prepared(key, ex)
+        return y
 
     return _document(pool, name, _AVG_DOC)
 
@@ -294,6 +326,15 @@ def _max(name: str) -> Callable:
         indices_out: Any = None,
         stream: Any = None,
     ) -> tuple[Any, Any]:
+        fast = (
+            out is None and indices_out is None and stream is None and type(skipna) is bool
+            and type(x) is np.ndarray and x.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
+        )
+        if fast:
+            key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
+            run = prepared_call(key)
+            if run is not None and _plain_size(output_size):
+                return run(x)
         layer = layer_for(x, out, indices_out)
         if layer is not None:
             return layer.run(
@@ -303,7 +344,10 @@ def _max(name: str) -> Callable:
         ex = forward_executor(
             name, x, output_size, index_dtype, skipna, out=out, indices_out=indices_out
         )
-        return ex.run(x, out=out, indices_out=indices_out, stream=stream)
+        result = ex.run(x, out=out, indices_out=indices_out, stream=stream)
+        if fast and _plain_size(output_size):
+            keep_prepared(key, ex)
+        return result
 
     return _document(pool, name, _MAX_DOC)
 
@@ -312,11 +356,20 @@ def _avg_backward(name: str) -> Callable:
     def backward(
         grad_output: Any, x: Any, *, skipna: bool = False, out: Any = None, stream: Any = None
     ) -> Any:
+        fast = out is None and stream is None and type(skipna) is bool and _plain(grad_output, x)
+        if fast:
+            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
+            run = prepared_call(key)
+            if run is not None:
+                return run(grad_output, x)
         layer = layer_for(grad_output, x, out)
         if layer is not None:
             return layer.run(name, grad_output, x, skipna=skipna, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, skipna=skipna, out=out)
-        return ex.run(x, grad_output=grad_output, out=out, stream=stream)
+        gi = ex.run(x, grad_output=grad_output, out=out, stream=stream)
+        if fast:
+            keep_prepared(key, ex)
+        return gi
 
     return _document(backward, name, _AVG_BACKWARD_DOC)
 
@@ -331,11 +384,25 @@ def _max_backward(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
+        fast = (
+            out is None and stream is None and type(skipna) is bool
+            and _plain(grad_output, x, indices)
+        )
+        if fast:
+            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
+                   indices.dtype, skipna)
+            run = prepared_call(key)
+            gi = None if run is None else run(grad_output, indices)
+            if gi is not None:
+                return gi  # else an index outside its window: the long way raises
         layer = layer_for(grad_output, x, indices, out)
         if layer is not None:
             return layer.run(name, grad_output, x, indices, skipna=skipna, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, indices, skipna, out=out)
-        return ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
+        gi = ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
+        if fast:
+            keep_prepared(key, ex)
+        return gi
 
     return _document(backward, name, _MAX_BACKWARD_DOC)
 

@@ -6,6 +6,7 @@
 * hypothesis profiles: ``default`` (bounded, no deadline: first calls compile), ``ci`` (the same,
   derandomized) and ``thorough`` (more examples, for a manual run:
   ``pytest --hypothesis-profile=thorough``).
+* ``knobs``: sets the CPU backend's tuning knobs for one test (parallel kernels throughout).
 * ``torch``: the torch module, or a clean skip when it is not installed.
 """
 
@@ -33,6 +34,27 @@ def warm_kernels(request):
 
     for name in kernel_names():  # every kernel, every dtype: loaded from the warm-up's cache
         warm(name)
+
+
+@pytest.fixture
+def knobs(monkeypatch):
+    """Set CPU backend tuning knobs for one test: ``knobs(_FORCE_ORDER="direct")``.
+
+    Every launch of the test runs a parallel kernel in many chunks (small problems would
+    otherwise run as one chunk on the calling thread), and prepared calls, which bake the knobs
+    in, are forgotten whenever a knob changes.
+    """
+    import adaptive_pool as ap
+    from adaptive_pool.cpu import backend
+
+    def set_knobs(**values):
+        for name, value in values.items():
+            monkeypatch.setattr(backend, name, value)
+        ap.clear_cache()
+
+    set_knobs(_SERIAL_WORK=0)
+    yield set_knobs
+    ap.clear_cache()
 
 
 @pytest.fixture(scope="session")

@@ -84,7 +84,7 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
 @pytest.mark.parametrize(
     "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
 )
-def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
+def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU max backward's ways (sparse writes into zeroed planes of its own result or,
     checked whole first, of a dense out=; the checked gather into a strided out= and when plane
     accumulators exceed their budget) give the same bits, with windows that overlap and
@@ -101,7 +101,7 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
     out_strided = channels_last(np.full(shape, np.nan, dtype))
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out_strided)
-    monkeypatch.setattr(backend, "_SPARSE_SCRATCH", 0)
+    knobs(_SPARSE_SCRATCH=0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
     np.testing.assert_array_equal(bits(sparse), bits(strided))
     np.testing.assert_array_equal(bits(sparse), bits(out))
@@ -116,7 +116,7 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     "shape,output_size", [((2, 3, 7, 9, 10), (3, 4, 3)), ((1, 2, 3, 4, 5), (5, 6, 7))]
 )
 @pytest.mark.parametrize("data", ["ties", "nans"])
-def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data, monkeypatch):
+def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data, knobs):
     """The CPU max forward's ways of locating a maximum (positions kept while reducing, or a
     second scan) and of reading an item's rows (one flat block, row by row, at a stride),
     over many output rows an item or one, all give the reference's value and index."""
@@ -128,8 +128,8 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
     want_y, want_i = ref.max_pool3d(x, output_size)
     sliced = np.pad(x, [(0, 0)] * 4 + [(1, 2)])[..., 1:-2]  # rows not one run
     for tracked, block in [(1 << 31, 1 << 13), (1, 1 << 13), (1 << 31, 1), (1, 1)]:
-        monkeypatch.setattr(backend, "_TRACKED_WINDOW", tracked)
-        monkeypatch.setattr(backend, "_MAX_BLOCK", block)
+        knobs(_TRACKED_WINDOW=tracked)
+        knobs(_MAX_BLOCK=block)
         for v in (x, sliced, channels_last(x)):
             y, idx = ap.adaptive_max_pool3d(v, output_size)
             np.testing.assert_array_equal(bits(y), bits(want_y.astype(dtype)))
@@ -142,7 +142,7 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
     [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
      ((1, 9, 37, 6), (1, None)), ((1, 9, 5, 45), (None, 1))],
 )
-def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
+def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, knobs, monkeypatch):
     """The CPU average forward's loop orders (window by window, row by row, columns side by
     side, 8 planes side by side; 16-bit planes or bands decoded whole or not) give the same
     bits: the summation order is the contract (the lane order), not the loop order."""
@@ -164,9 +164,10 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatc
         ("lanewise_one_chunk", "lanewise", 1 << 16),
     ]:
         if name.endswith("one_chunk"):
-            monkeypatch.setattr(backend.BACKEND, "_chunks", lambda items: 1)
-        monkeypatch.setattr(backend, "_FORCE_ORDER", order)
-        monkeypatch.setattr(backend, "_DECODED_BAND", band)
+            monkeypatch.setattr(backend.BACKEND, "_chunks", lambda items, serial=False: 1)
+            knobs()
+        knobs(_FORCE_ORDER=order)
+        knobs(_DECODED_BAND=band)
         got[name] = [bits(ap.adaptive_avg_pool2d(v, output_size)) for v in (x, xv)]
     want = bits(ref.avg_pool_in_order(x, output_size, 2))
     np.testing.assert_array_equal(got["direct"][0], want)
@@ -183,7 +184,7 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, monkeypatc
     "shape,output_size",
     [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)), ((2, 8, 5, 6), (2, 5))],
 )
-def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeypatch):
+def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU average backward's two kernels (row blocks of one plane, 8 planes side by side
     with a partial last block) give the same bits, in C order and channels-last."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
@@ -193,7 +194,7 @@ def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, monkeyp
     gv = channels_last(g)
     got = {}
     for name, plane in [("rows", 0), ("lanes", 10**9)]:
-        monkeypatch.setattr(backend, "_LANES_PLANE", plane)
+        knobs(_LANES_PLANE=plane)
         got[name] = [bits(ap.adaptive_avg_pool2d_backward(v, x)) for v in (g, gv)]
         out = np.empty(shape[:2] + shape[:1:-1], dtype).swapaxes(-1, -2)  # a strided result
         ap.adaptive_avg_pool2d_backward(g, x, out=out)

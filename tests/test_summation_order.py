@@ -59,7 +59,7 @@ def _valid(order, shape, osz, view):
 @pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("order", ORDERS)
-def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, monkeypatch):
+def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, knobs):
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     rng = np.random.default_rng(7)
@@ -71,7 +71,7 @@ def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, monkeypatch):
             x[rng.random(shape) < 0.3] = np.nan
             x[..., :1, :] = np.nan  # rows of NaN only (all-NaN windows in some cases)
         want = bits(ref.avg_pool_in_order(x, osz, 2, skipna))
-        monkeypatch.setattr(backend, "_FORCE_ORDER", order)
+        knobs(_FORCE_ORDER=order)
         for name, v in _views(x).items():
             if not _valid(order, shape, osz, name):
                 continue
@@ -79,11 +79,11 @@ def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, monkeypatch):
             np.testing.assert_array_equal(
                 bits(got), want, err_msg=f"{order} {name} {shape}->{osz}"
             )
-        monkeypatch.setattr(backend, "_FORCE_ORDER", None)
+        knobs(_FORCE_ORDER=None)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
-def test_every_window_size_1_to_100(dtype, monkeypatch):
+def test_every_window_size_1_to_100(dtype, knobs):
     """1-D windows of every size from 1 to 100 elements, in each order that can take them."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
@@ -91,10 +91,10 @@ def test_every_window_size_1_to_100(dtype, monkeypatch):
         x = rand((1, 9, n), dtype, seed=n)
         want = bits(ref.avg_pool_in_order(x, 1, 1))
         for order in ("direct", "rowwise", "lanewise", "runs"):
-            monkeypatch.setattr(backend, "_FORCE_ORDER", order)
+            knobs(_FORCE_ORDER=order)
             got = ap.adaptive_avg_pool1d(x, 1)
             np.testing.assert_array_equal(bits(got), want, err_msg=f"{order} {n}")
-    monkeypatch.setattr(backend, "_FORCE_ORDER", None)
+    knobs(_FORCE_ORDER=None)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)

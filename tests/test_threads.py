@@ -118,7 +118,8 @@ def test_bad_indices_in_one_thread_do_not_disturb_the_others():
 _WORKQUEUE_SCRIPT = r"""
 import threading, numpy as np, numba
 import adaptive_pool as ap
-xs = [np.random.default_rng(k).standard_normal((4, 8, 33, 29)).astype(np.float32) for k in range(4)]
+# over 2**16 elements: parallel kernels (smaller work runs on the calling thread)
+xs = [np.random.default_rng(k).standard_normal((4, 8, 66, 58)).astype(np.float32) for k in range(4)]
 want = [ap.adaptive_avg_pool2d(x, (7, 5)) for x in xs]
 assert numba.threading_layer() == "workqueue", numba.threading_layer()
 errors = []

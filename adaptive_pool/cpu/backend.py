@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Callable
 
 import numba
 import numpy as np
 
+from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import kernels
@@ -82,6 +84,23 @@ def _thread_count_functions() -> tuple[Callable[[], int], Callable[[int], None]]
     if callable(get) and callable(set_) and get() == numba.get_num_threads():
         return get, set_
     return numba.get_num_threads, numba.set_num_threads
+
+
+def _typed_chunk(chunk) -> Callable[..., object]:
+    """``chunk(0, *args)``: the first call through the dispatcher, the next ones straight to
+    the compiled code for the first call's argument types, which they must have."""
+    entry = None
+
+    def run(*args):
+        nonlocal entry
+        if entry is not None:
+            return entry(0, *args)
+        result = chunk(0, *args)  # compiles, or loads from the cache
+        compiled = chunk.overloads.get(tuple(numba.typeof(a) for a in (0, *args)))
+        entry = chunk if compiled is None else compiled.entry_point
+        return result
+
+    return run
 
 
 class CpuBackend:
@@ -188,28 +207,50 @@ class CpuBackend:
         return view
 
     # -- kernels -----------------------------------------------------------------------------
-    def _launch(self, kernel, work, *args):
-        """Return ``kernel(*args)``; ``work`` (elements touched) below :data:`_SERIAL_WORK` runs
-        on this thread alone: waking the pool's sleeping threads costs more than it saves."""
-        serial = work < _SERIAL_WORK
-        if serial:
-            get_threads, set_threads = _thread_counts()
-            threads = get_threads()
-            set_threads(1)  # this thread's setting only
+    # Each operator is a ``prepare_*`` method, which takes the arrays' geometries (from
+    # :func:`flat_geometry`), the tables and the sizes and returns a launch of the flat arrays,
+    # and a method that runs it once. The executors keep prepared launches for repeated calls.
+
+    def _runner(self, kernel, work: int, typed: bool = False) -> tuple[Callable[..., object], bool]:
+        """``(run, serial)``: ``run(*args)`` returns ``kernel(*args)``, whose last argument is
+        the chunk count, which must be 1 where ``serial``.
+
+        Kernels touching fewer than :data:`_SERIAL_WORK` elements run on the calling thread
+        alone, as their chunk function (:data:`~adaptive_pool.cpu.kernels.CHUNKS`) where they
+        have one: waking the pool's sleeping threads costs more than it saves. A ``typed``
+        runner is called with arguments of the types of its first call every time (a prepared
+        call's): it then calls the chunk's compiled code without the dispatcher's typing of
+        each argument (0.5-1 us of a small call).
+        """
+        if work >= _SERIAL_WORK:
+            return partial(self._launch, kernel), False
+        chunk = kernels.CHUNKS.get(kernel)
+        if chunk is None:
+            return partial(self._launch_alone, kernel), True
+        return (_typed_chunk(chunk) if typed else partial(chunk, 0)), True
+
+    def _launch(self, kernel, *args):
+        """``kernel(*args)``, a parallel region (serialised under the workqueue layer)."""
+        lock = self._lock
+        if lock is None:
+            return kernel(*args)
+        with lock:
+            result = kernel(*args)
+            if not self._layer_known:
+                self._layer_known = True
+                if numba.threading_layer() != "workqueue":
+                    self._lock = None
+            return result
+
+    def _launch_alone(self, kernel, *args):
+        """``kernel(*args)`` with this thread's parallel regions one thread wide."""
+        get_threads, set_threads = _thread_counts()
+        threads = get_threads()
+        set_threads(1)  # this thread's setting only
         try:
-            lock = self._lock
-            if lock is None:
-                return kernel(*args)
-            with lock:
-                result = kernel(*args)
-                if not self._layer_known:
-                    self._layer_known = True
-                    if numba.threading_layer() != "workqueue":
-                        self._lock = None
-                return result
+            return self._launch(kernel, *args)
         finally:
-            if serial:
-                set_threads(threads)
+            set_threads(threads)
 
     @staticmethod
     def _rows_per_item(slabs: int, rows: int) -> int:
@@ -221,9 +262,9 @@ class CpuBackend:
         return -(-rows // max(blocks, 1))
 
     @staticmethod
-    def _chunks(items: int) -> int:
+    def _chunks(items: int, serial: bool = False) -> int:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
-        return max(1, min(items, 32 * _thread_counts()[0]()))
+        return 1 if serial else max(1, min(items, 32 * _thread_counts()[0]()))
 
     def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
         """The average forward in the contract's lane order; ``skipna`` averages the non-NaN
@@ -232,22 +273,27 @@ class CpuBackend:
         the loop orders that read them serve."""
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
+        self.prepare_avg_pool(xg, yg, tab, dims, x.itemsize, skipna, sized_windows)(xf, yf)
+
+    def prepare_avg_pool(
+        self, xg, yg, tab, dims, itemsize, skipna=False, sized_windows=True, typed=False
+    ):
+        """:meth:`avg_pool` as ``launch(xf, yf)`` (``typed``: see :meth:`_runner`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
         rows = n * c * od * oh
-        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims, sized_windows)
-        if order == "runs":
-            self._launch(kernels.avg_pool_runs, work, xf, xg, yf, yg, dims, skip,
-                         self._chunks(rows))
-            return
-        if order == "lanewise":
-            nch = self._chunks(n * -(-c // kernels.LANES) * od * oh)
-            args = (_DECODED_BAND, skip, nch)
-        else:
-            args = (skip, self._chunks(rows))
+        order = _FORCE_ORDER or self._avg_order(itemsize, xg, dims, sized_windows)
         kernel = getattr(kernels, "avg_pool_" + order)
-        self._launch(kernel, work, xf, xg, yf, yg, tab, dims, *args)
+        run, serial = self._runner(kernel, work, typed)
+        if order == "runs":
+            nch = self._chunks(rows, serial)
+            return lambda xf, yf: run(xf, xg, yf, yg, dims, skip, nch)
+        if order == "lanewise":
+            nch = self._chunks(n * -(-c // kernels.LANES) * od * oh, serial)
+            return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, _DECODED_BAND, skip, nch)
+        nch = self._chunks(rows, serial)
+        return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, skip, nch)
 
     @staticmethod
     def _avg_order(itemsize, xg, dims, sized_windows=True) -> str:
@@ -280,42 +326,59 @@ class CpuBackend:
         counted first into one int64 per output cell, and NaN inputs get +0.0."""
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
+        xf, xg = flat_geometry(x) if skipna else (None, None)
+        self.prepare_avg_pool_backward(gg, ig, tab, dims, xg)(gf, if_, xf)
+
+    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, typed=False):
+        """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``; NaN-skipping where ``xg`` (the
+        geometry of ``xf``) is given, else ``xf`` is not read."""
         n, c, d, h, w, od, oh, ow = dims
         slabs, rows = n * c * d, h
-        if skipna:
-            xf, xg = flat_geometry(x)
-            cnt = np.empty(n * c * od * oh * ow, np.int64)
-            self._launch(
-                kernels.count_valid, n * c * d * h * w, xf, xg, cnt, tab, dims,
-                self._chunks(n * c * od * oh),
-            )
-            skip = kernels.SKIPNA
-        else:
-            if c >= kernels.LANES and h * w <= _LANES_PLANE:
-                self._launch(
-                    kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab,
-                    dims, self._chunks(n * -(-c // kernels.LANES) * d),
-                )
-                return
-            xf, xg, cnt, skip = gf, gg, _NO_COUNTS, kernels.PLAIN  # not read
+        work = n * c * d * h * w
+        if xg is not None:
+            count, cserial = self._runner(kernels.count_valid, work, typed)
+            cch = self._chunks(n * c * od * oh, cserial)
+            cells = n * c * od * oh * ow
+        elif c >= kernels.LANES and h * w <= _LANES_PLANE:
+            run, serial = self._runner(kernels.avg_pool_backward_lanes, work, typed)
+            nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
+            return lambda gf, if_, xf: run(gf, gg, if_, ig, tab, dims, nch)
         rpi = self._rows_per_item(slabs, rows)
-        nch = self._chunks(slabs * -(-rows // rpi))
-        self._launch(
-            kernels.avg_pool_backward, slabs * rows * w, gf, gg, if_, ig, tab, dims, rpi,
-            xf, xg, cnt, skip, nch,
-        )
+        run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w, typed)
+        nch = self._chunks(slabs * -(-rows // rpi), serial)
+        if xg is None:
+            return lambda gf, if_, xf: run(
+                gf, gg, if_, ig, tab, dims, rpi, gf, gg, _NO_COUNTS, kernels.PLAIN, nch
+            )
+
+        def launch(gf, if_, xf):
+            cnt = np.empty(cells, np.int64)
+            count(xf, xg, cnt, tab, dims, cch)
+            run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, kernels.SKIPNA, nch)
+
+        return launch
 
     def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
+        self.prepare_max_pool(xg, yg, jg, tab, dims, skipna)(xf, yf, jf)
+
+    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, typed=False):
+        """:meth:`max_pool` as ``launch(xf, yf, jf)``."""
         n, c, d, h, w, od, oh, _ = dims
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
-        self._launch(
-            kernels.max_pool, n * c * d * h * w, xf, xg, yf, yg, jf, jg, tab, dims, rpi,
-            _MAX_BLOCK, _TRACKED_WINDOW, kernels.SKIPNA if skipna else kernels.PLAIN,
-            self._chunks(n * c * od * -(-oh // rpi)),
+        # input rows of the largest block; one output row's window may be taken in parts
+        _, _, _, _, sh, eh, _, _, _, _, _, _ = windows.axes_layout.py_func(dims)
+        first = np.arange(0, oh, rpi)
+        rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
+        part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
+        skip = kernels.SKIPNA if skipna else kernels.PLAIN
+        run, serial = self._runner(kernels.max_pool, n * c * d * h * w, typed)
+        nch = self._chunks(n * c * od * -(-oh // rpi), serial)
+        return lambda xf, yf, jf: run(
+            xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch
         )
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
@@ -332,38 +395,49 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
         if_, ig = flat_geometry(gi)
+        return self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)(gf, jf, if_)
+
+    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, typed=False):
+        """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
-        nch = self._sparse_chunks(planes)
-        sparse = plane * nch <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
+        sparse = plane * self._sparse_chunks(planes) <= _SPARSE_SCRATCH
+        sparse = sparse and od * oh * ow <= _SPARSE_OUTPUTS
         # dense planes: an element's address is its plane's plus its flat index (the strides
         # of singleton axes, which 1-D and 2-D problems have, do not matter)
         dense = all(s == want for s, want, size in zip(ig[3:], (h * w, w, 1), (d, h, w)) if size > 1)
         if sparse and dense:
-            args = (gf, gg, jf, jg, if_, ig, tab, dims)
+            lo, nn = kernels.window_bounds(tab, dims)
             m = od * oh * ow
-            if not fresh:
-                first = self._launch(
-                    kernels.max_pool_backward_sparse, planes * m, *args, False, nch
-                )
-                if first >= 0:
-                    return first
-            return self._launch(
-                kernels.max_pool_backward_sparse, planes * (m + plane), *args, True, nch
-            )
+            check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m, typed)
+            write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane), typed)
+            cch = 1 if cserial else self._sparse_chunks(planes)
+            nch = 1 if serial else self._sparse_chunks(planes)
+
+            def launch(gf, jf, if_):
+                bad = np.empty(planes, np.int64)
+                if not fresh:
+                    first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, False, cch)
+                    if first >= 0:
+                        return first
+                return write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+
+            return launch
         out_rows = planes * od * oh
-        first = self._launch(
-            kernels.first_bad_index, out_rows * ow, jf, jg, tab, dims, self._chunks(out_rows)
-        )
-        if first >= 0:
-            return first
+        check, cserial = self._runner(kernels.first_bad_index, out_rows * ow, typed)
+        cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
-        nch = self._chunks(slabs * -(-rows // rpi))
-        self._launch(
-            kernels.max_pool_backward, planes * plane, gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch
-        )
-        return -1
+        run, serial = self._runner(kernels.max_pool_backward, planes * plane, typed)
+        nch = self._chunks(slabs * -(-rows // rpi), serial)
+
+        def launch(gf, jf, if_):
+            first = check(jf, jg, tab, dims, np.empty(out_rows, np.int64), cch)
+            if first < 0:
+                run(gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
+            return first
+
+        return launch
 
     @staticmethod
     def _sparse_chunks(planes: int) -> int:

@@ -48,7 +48,7 @@ from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch
 #: typing and lowering of the loop body as a gufunc) grow faster than the body they work on;
 #: a body of its own is typed and lowered once, and cut cold compiles by 17-34%.
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
-_BODY = dict(nogil=True, error_model="numpy")
+_BODY = dict(nogil=True, cache=True, error_model="numpy")
 
 
 @numba.njit(inline="always")
@@ -1041,9 +1041,9 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
 
 
 @numba.njit(**_JIT)
-def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, skip, nchunk):
-    """Max over each window with its flat in-plane index; a work item is ``rows_per_item``
-    output rows of one ``(n, c, od)``.
+def max_pool(x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
+    """Max over each window with its flat in-plane index; a work item is ``rpi`` output rows
+    of one ``(n, c, od)``.
 
     The contract: the window is scanned in d, h, w order from -inf with the index of its first
     element, and a value is taken when ``v > best or v != v``. So the result is the window's
@@ -1064,23 +1064,13 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rows_per_item, budget, tracked, s
       compared with their position as one int64 (:func:`_rank`: the branch of the float64
       path mispredicted on most windows).
 
-    ``pk`` and ``pd`` hold at most ``budget`` elements (or one row): an item of one output row
-    whose window has more rows takes them in parts, folding each into ``qk`` and ``qr``.
+    ``pk`` and ``pd`` hold ``part`` input rows (the backend sizes them): an item of one output
+    row whose window has more rows takes them in parts, folding each into ``qk`` and ``qr``.
     Positions are int32 (twice the lanes of int64). Windows with a NaN, or whose positions
     reach ``tracked``, are located by :func:`_rescan` instead.
     """
-    _, _, _, _, W, _, OH, _ = dims
-    _, _, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
-    rpi = rows_per_item
-    rows = 0  # input rows of the largest block
-    for bl in range(-(-OH // rpi)):
-        rows = max(rows, tab[eh + min(OH, bl * rpi + rpi) - 1] - tab[sh + bl * rpi])
-    # rows a part: a block of several output rows is taken whole (the backend sizes it)
-    part = rows if rpi > 1 else max(1, min(rows, budget // W))
     for ch in prange(nchunk):
-        _max_chunk(
-            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk
-        )
+        _max_chunk(np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk)
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
@@ -1137,7 +1127,8 @@ def _first_flagged(bad, per):
 
 @numba.njit(**_BODY)
 def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
-    """Chunk ``ch`` of :func:`first_bad_index`: flags ``bad[r]`` for its output rows."""
+    """Chunk ``ch`` of :func:`first_bad_index`: flags ``bad[r]`` for its output rows and
+    returns the C-order position of its first bad index, or -1."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
@@ -1147,6 +1138,7 @@ def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
     mh, sh_ = _magic(H)
     r_lo, r_hi = _chunk(ch, nchunk, bad.size)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    first = np.int64(-1)
     for r in range(r_lo, r_hi):
         d0, d1 = tab[sd + od], tab[ed + od]
         h0, h1 = tab[sh + oh], tab[eh + oh]
@@ -1163,21 +1155,23 @@ def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
                 ok = index_in_window(k, H, W, d0, d1, h0, h1, w0, w1)
             if not ok:
                 bad[r] = ow
+                if first < 0:
+                    first = r * OW + ow
                 break
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+    return first
 
 
 @numba.njit(**_JIT)
-def first_bad_index(ind, ig, tab, dims, nchunk):
+def first_bad_index(ind, ig, tab, dims, bad, nchunk):
     """The C-order position of the first index outside its window, or -1.
 
-    Each output row flags its first bad ow (``bad[r]``) in parallel; the first flag wins.
+    Each output row flags its first bad ow (``bad[r]``, one per ``(n, c, od, oh)``) in
+    parallel; the first flag wins.
     """
-    N, C, _, _, _, OD, OH, OW = dims
-    bad = np.empty(N * C * OD * OH, np.int64)
     for ch in prange(nchunk):
         _first_bad_chunk(np.int64(ch), ind, ig, tab, dims, bad, nchunk)
-    return _first_flagged(bad, OW)
+    return _first_flagged(bad, dims[7])
 
 
 @numba.njit(**_BODY)
@@ -1280,7 +1274,7 @@ def _check_plane(src, b, m, plane, W, H, lo, nn, keys):
 
 
 @numba.njit(**_BODY)
-def _window_bounds(tab, dims):
+def window_bounds(tab, dims):
     """``(lo, nn)``: the start and length of each output's window per axis, ``(3, m)`` int32
     in the outputs' C order."""
     _, _, _, _, _, OD, OH, OW = dims
@@ -1301,7 +1295,8 @@ def _window_bounds(tab, dims):
 
 @numba.njit(**_BODY)
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
-    """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes."""
+    """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes and
+    returns the C-order position of its first bad index, or -1."""
     N, C, D, H, W, OD, OH, OW = dims
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
@@ -1318,6 +1313,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
     sums = scratch(go, plane if decodes(gi) and write else 0)
     for k in range(sums.size):
         sums[k] = 0
+    found = np.int64(-1)
     for p in range(p_lo, p_hi):
         n = p // C
         c = p - n * C
@@ -1332,6 +1328,8 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
             src, sb = run, 0
         first = _check_plane(src, sb, m, plane, W, H, lo, nn, keys)
         bad[p] = first
+        if first >= 0 and found < 0:
+            found = p * m + first
         if not write:
             continue
         for k in range(plane):
@@ -1354,10 +1352,11 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
         else:  # the result's own elements are float accumulators
             for q in range(m):
                 gi[np.uint64(ib + keys[q])] += gv[q]
+    return found
 
 
 @numba.njit(**_JIT)
-def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk):
+def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
     """The max backward a plane at a time, for ``gi`` with dense planes (an element's address
     is its plane's plus its flat index): each plane is zeroed, then only its elements that
     receive a gradient are written.
@@ -1366,7 +1365,7 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk
 
     A work item is one ``(n, c)`` plane. It first checks all its indices (:func:`_check_plane`;
     ``bad[p]`` is the plane's first output, in C order, whose index lies outside its window,
-    else -1); such a plane is left zero, and no index is ever used unchecked. Without ``write``
+    else -1; ``lo`` and ``nn`` are the windows' bounds, :func:`window_bounds`); such a plane is left zero, and no index is ever used unchecked. Without ``write``
     it stops there and ``gi`` is untouched (a caller's result is checked whole before any of
     it is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
@@ -1377,9 +1376,25 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, tab, dims, write, nchunk
     the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**31`` elements (the backend bounds them lower).
     """
-    N, C, _, _, _, OD, OH, OW = dims
-    lo, nn = _window_bounds(tab, dims)
-    bad = np.empty(N * C, np.int64)
     for ch in prange(nchunk):
         _sparse_chunk(np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk)
-    return _first_flagged(bad, OD * OH * OW)
+    return _first_flagged(bad, dims[5] * dims[6] * dims[7])
+
+
+#: The chunk function of each kernel whose ``prange`` loop is all it does but a final reduction
+#: of ``bad`` flags: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the calling thread, with
+#: the same result (a chunk returns its first flagged position where the kernel returns the
+#: first of all), without the parallel launch (2-3 us) or a compile of the parfor.
+CHUNKS = {
+    avg_pool_direct: _avg_direct_chunk,
+    avg_pool_rowwise: _avg_rowwise_chunk,
+    avg_pool_columns: _avg_columns_chunk,
+    avg_pool_lanewise: _avg_lanewise_chunk,
+    avg_pool_runs: _avg_runs_chunk,
+    count_valid: _count_chunk,
+    avg_pool_backward_lanes: _avg_backward_lanes_chunk,
+    max_pool: _max_chunk,
+    first_bad_index: _first_bad_chunk,
+    max_pool_backward: _max_backward_chunk,
+    max_pool_backward_sparse: _sparse_chunk,
+}

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import SUPPORTED, resolve_dtype
 from ..windows import build_tables
-from . import kernels
+from . import backend, kernels
 from .backend import BACKEND
 
 __all__ = ["KERNELS", "INDEX_DTYPES", "warm", "kernel_names"]
@@ -143,18 +143,28 @@ def warm(
         raise ValueError(f"index dtypes must be int32 or int64, got {index_dtypes}")
     targets = [t for t in targets if skipna or t not in _SKIPNA_ONLY]
     count = 0
-    for spec in specs:
-        for index in indices if indexed else indices[:1]:
-            run(spec.storage, index, skipna)
-            for target in targets:
-                # the array dtypes that name this specialisation among the kernel's signatures
-                want = {index} if target in _INDEX_ONLY else {spec.storage}
-                if indexed:
-                    want.add(index)
-                if not any(want <= _array_dtypes(sig) for sig in getattr(kernels, target).signatures):
-                    raise RuntimeError(f"warm-up {name!r} did not reach {target} for {spec.name}")
-            count += len(targets)
+    serial_work, backend._SERIAL_WORK = backend._SERIAL_WORK, 0  # the parallel kernels
+    try:
+        for spec in specs:
+            for index in indices if indexed else indices[:1]:
+                run(spec.storage, index, skipna)
+                count += _check(name, targets, spec, index, indexed)
+    finally:
+        backend._SERIAL_WORK = serial_work
     return count
+
+
+def _check(name: str, targets: list[str], spec, index: np.dtype, indexed: bool) -> int:
+    """How many of ``targets`` have a specialisation for ``spec`` (and ``index``); raises if
+    one has none."""
+    for target in targets:
+        # the array dtypes that name this specialisation among the kernel's signatures
+        want = {index} if target in _INDEX_ONLY else {spec.storage}
+        if indexed:
+            want.add(index)
+        if not any(want <= _array_dtypes(sig) for sig in getattr(kernels, target).signatures):
+            raise RuntimeError(f"warm-up {name!r} did not reach {target} for {spec.name}")
+    return len(targets)
 
 
 #: Kernels only NaN-skipping calls use.

@@ -1,0 +1,166 @@
+"""Repeated small calls: prepared calls and kernels run as one chunk on the calling thread.
+
+A NumPy call that passed every check leaves a prepared call (``Executor.prepared``) behind; a
+later call with plain arrays of the same shapes, dtypes and arguments takes it and skips the
+checks. These tests hold it to the long path bit for bit and to the reference, and check that
+nothing that would fail a check ever reaches it. Small problems run each kernel's chunk function
+on the calling thread; they must give the parallel kernels' bits.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import adaptive_pool as ap
+import reference as ref
+from adaptive_pool import executors
+from adaptive_pool.errors import AdaptivePoolIndexError, AdaptivePoolTypeError
+from support import ALL_DTYPES, DTYPE_IDS, bits, rand, tol
+
+CASES = [
+    (1, (2, 3, 10), 4),
+    (2, (2, 3, 9, 7), (4, 3)),
+    (2, (3, 6, 5), (2, None)),
+    (2, (2, 40, 7, 7), 1),
+    (2, (1, 2, 4, 3), (7, 5)),
+    (3, (2, 2, 5, 4, 6), (2, 3, 4)),
+]
+
+
+def _ops(rank):
+    f = lambda kind, b="": getattr(ap, f"adaptive_{kind}_pool{rank}d{b}")  # noqa: E731
+    return f("avg"), f("max"), f("avg", "_backward"), f("max", "_backward")
+
+
+def _read_only(a):
+    a = a.copy()
+    a.flags.writeable = False  # not a plain array: always the long path
+    return a
+
+
+def _all_results(rank, x, size, skipna):
+    avg, mx, avg_b, mx_b = _ops(rank)
+    y, i = mx(x, size, skipna=skipna)
+    g = rand(y.shape, x.dtype, seed=3)
+    return [avg(x, size, skipna=skipna), y, i, avg_b(g, x, skipna=skipna), mx_b(g, x, i)]
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("rank, shape, size", CASES)
+def test_repeated_calls_match_the_long_path_and_the_reference(rank, shape, size, dtype, skipna):
+    x = rand(shape, dtype)
+    if skipna:
+        x.reshape(-1)[::5] = np.nan
+    ap.clear_cache()
+    first = _all_results(rank, x, size, skipna)
+    n = len(executors._PREPARED)
+    assert n == 4  # one per operator
+    again = _all_results(rank, x, size, skipna)  # prepared
+    assert len(executors._PREPARED) == n
+    long = _all_results(rank, _read_only(x), size, skipna)
+    for a, b, c in zip(first, again, long):
+        np.testing.assert_array_equal(bits(a), bits(b))
+        np.testing.assert_array_equal(bits(a), bits(c))
+    want = ref.avg_pool(x, size, rank, skipna=skipna)
+    rtol, atol = tol(dtype) if np.dtype(dtype).itemsize >= 4 else (8e-3, 8e-3)  # 16-bit: 1 ulp
+    np.testing.assert_allclose(again[0].astype(np.float64), want, rtol=rtol, atol=atol)
+    y, i = ref.max_pool(x, size, rank, skipna=skipna)
+    np.testing.assert_array_equal(again[1].astype(np.float64), y)
+    np.testing.assert_array_equal(again[2], i)
+
+
+def test_results_are_fresh_arrays():
+    x = rand((2, 3, 8, 8), np.float32)
+    a, b = ap.adaptive_avg_pool2d(x, 3), ap.adaptive_avg_pool2d(x, 3)
+    assert a is not b and not np.shares_memory(a, b)
+    (y1, i1), (y2, i2) = ap.adaptive_max_pool2d(x, 3), ap.adaptive_max_pool2d(x, 3)
+    assert not np.shares_memory(y1, y2) and not np.shares_memory(i1, i2)
+
+
+@pytest.mark.parametrize(
+    "size",
+    [2.0, (2, 2.0), (True, 2), [2, 2], np.int64(2)],
+    ids=["float", "float_in", "bool", "list", "np_int"],
+)
+def test_arguments_equal_to_valid_ones_still_meet_the_checks(size):
+    x = rand((1, 2, 4, 4), np.float32)
+    for _ in range(2):
+        ap.adaptive_avg_pool2d(x, 2)
+        ap.adaptive_avg_pool2d(x, (2, 2))
+        ap.adaptive_avg_pool2d(x, (1, 2))
+    want = ap.adaptive_avg_pool2d(x, 2)
+    if isinstance(size, (list, np.integer)):  # accepted: the same result, the long way
+        np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(x, size)), bits(want))
+        return
+    with pytest.raises(AdaptivePoolTypeError):
+        ap.adaptive_avg_pool2d(x, size)
+
+
+def test_skipna_must_still_be_a_bool():
+    x = rand((1, 2, 4, 4), np.float32)
+    ap.adaptive_avg_pool2d(x, 2, skipna=True)
+    ap.adaptive_avg_pool2d(x, 2, skipna=True)
+    with pytest.raises(AdaptivePoolTypeError, match="skipna"):
+        ap.adaptive_avg_pool2d(x, 2, skipna=1)
+
+
+@pytest.mark.parametrize("rank, shape, size", [(2, (1, 2, 6, 6), 3), (3, (2, 1, 3, 4, 4), 2)])
+def test_an_index_outside_its_window_still_raises(rank, shape, size):
+    _, mx, _, mx_b = _ops(rank)
+    x = rand(shape, np.float32)
+    y, i = mx(x, size)
+    g = np.ones_like(y)
+    mx_b(g, x, i)
+    mx_b(g, x, i)  # prepared
+    bad = i.copy()
+    bad.reshape(-1)[-1] = 0  # the last window does not start at 0
+    with pytest.raises(AdaptivePoolIndexError, match="outside the window"):
+        mx_b(g, x, bad)
+
+
+def test_other_layouts_and_kinds_take_the_long_path():
+    x = rand((2, 3, 8, 8), np.float32)
+    want = ap.adaptive_avg_pool2d(x, 3)
+    ap.adaptive_avg_pool2d(x, 3)
+    for other in (np.asfortranarray(x), x[:, :, ::-1][:, :, ::-1], _read_only(x)):
+        np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(other, 3)), bits(want))
+    wrong = rand((2, 3, 8, 8), np.float64)  # same shape, another dtype: another plan
+    assert ap.adaptive_avg_pool2d(wrong, 3).dtype == np.float64
+
+
+def test_threads_share_prepared_calls():
+    xs = [rand((2, 4, 9, 9), np.float32, seed=s) for s in range(8)]
+    want = [ap.adaptive_avg_pool2d(x, 4) for x in xs]
+    got = [None] * len(xs)
+
+    def work(k):
+        for _ in range(200):
+            got[k] = ap.adaptive_avg_pool2d(xs[k], 4)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(bits(a), bits(b))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("rank, shape, size", CASES)
+def test_one_chunk_on_the_calling_thread_gives_the_parallel_kernels_bits(
+    rank, shape, size, dtype, knobs
+):
+    x = rand(shape, dtype, seed=7)
+    x.reshape(-1)[::7] = np.nan
+    for skipna in (False, True):
+        parallel = _all_results(rank, x, size, skipna)  # knobs: parallel kernels, many chunks
+        knobs(_SERIAL_WORK=1 << 16)
+        serial = _all_results(rank, x, size, skipna)
+        knobs(_SERIAL_WORK=0)
+        for a, b in zip(parallel, serial):
+            np.testing.assert_array_equal(bits(a), bits(b))
