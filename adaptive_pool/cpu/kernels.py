@@ -693,6 +693,84 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
                 row[k] += rowd[k]
 
 
+@numba.njit(inline="always")
+def _avg_backward_items(
+    it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip
+):
+    """Work items ``[it_lo, it_hi)`` of :func:`avg_pool_backward`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    i0, in_, ic, id_, ih_, iw_ = gig
+    nblk = (H + rows_per_item - 1) // rows_per_item
+    part = scratch(go, W)
+    g = scratch(go, OW)
+    row = scratch(go, W)
+    rowd = scratch(go, W)
+    rowm = scratch(go, W if skips(skip) else 0)
+    x0, xn, xc, xd, xh, xw = xg
+    wl = tab[lw : lw + W]
+    wh = tab[hw : hw + W]
+    blk, d, c, n = _unravel(it_lo, nblk, D, C)
+    for _ in range(it_lo, it_hi):
+        h_first = blk * rows_per_item
+        h_last = min(H, h_first + rows_per_item)
+        od0, od1 = tab[ld + d], tab[hd + d]
+        oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
+        nh = oh1 - oh0
+        need = (od1 - od0) * nh * W
+        if part.size < need:
+            part = scratch(go, need)
+        gb = g0 + n * gn + c * gc
+        for od in range(od0, od1):
+            vd = tab[ed + od] - tab[sd + od]
+            for oh in range(oh0, oh1):
+                vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                load_row(go, gb + od * gd + oh * gh, gw, OW, g)
+                if skips(skip):  # each window's count of non-NaN elements
+                    cr = (((n * C + c) * OD + od) * OH + oh) * OW
+                    for ow in range(OW):
+                        g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
+                else:
+                    for ow in range(OW):
+                        # volume as the integer product, converted once (bit-identical)
+                        g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                q = ((od - od0) * nh + (oh - oh0)) * W
+                for w in range(W):
+                    s = acc(go, 0)
+                    for ow in range(wl[w], wh[w]):
+                        s += g[np.uint64(ow)]
+                    part[np.uint64(q + w)] = s
+        ib = i0 + n * in_ + c * ic + d * id_
+        for h in range(h_first, h_last):
+            lo, hi = tab[lh + h], tab[hh + h]
+            b = ib + h * ih_
+            q0 = (lo - oh0) * W
+            if od1 - od0 == 1 and hi - lo == 1:
+                src, so = part, q0
+            else:
+                _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
+                src, so = row, 0
+            if skips(skip):  # NaN inputs get +0.0
+                xr = x0 + n * xn + c * xc + d * xd + h * xh
+                z = acc(go, 0)
+                for w in range(W):
+                    v = get(x, xr + w * xw)
+                    rowm[w] = src[np.uint64(so + w)] if v == v else z
+                src, so = rowm, 0
+            store_row(gi, b, iw_, W, src, so)
+        blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+
+
+@numba.njit(**_BODY)
+def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward`, for calls on the calling thread."""
+    N, C, D, H, _, _, _, _ = dims
+    total = N * C * D * ((H + rows_per_item - 1) // rows_per_item)
+    it_lo, it_hi = _chunk(ch, nchunk, total)
+    _avg_backward_items(it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip)
+
+
 @numba.njit(**_JIT)
 def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
@@ -706,75 +784,18 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, sk
     ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`) and the inputs that
     are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
 
-    Unlike the other kernels, its loop body stays inline in the ``prange`` loop: as a function
-    of its own (see ``_JIT``) it compiled 10-20% faster but ran 1.4x slower from the cache on
-    64x64 planes (16x64x64x64 -> 9x11, one thread, every dtype; 2026-12-01).
+    Unlike the other kernels, its loop body is inlined into the ``prange`` loop
+    (:func:`_avg_backward_items`): as a function of its own (see ``_JIT``) it compiled 10-20%
+    faster but ran 1.4x slower from the cache on 64x64 planes (16x64x64x64 -> 9x11, one thread,
+    every dtype; 2026-12-01). Small calls run :func:`_avg_backward_chunk` instead.
     """
-    N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
-    i0, in_, ic, id_, ih_, iw_ = gig
-    nblk = (H + rows_per_item - 1) // rows_per_item
-    total = N * C * D * nblk
+    N, C, D, H, _, _, _, _ = dims
+    total = N * C * D * ((H + rows_per_item - 1) // rows_per_item)
     for ch in prange(nchunk):
         it_lo, it_hi = _chunk(ch, nchunk, total)
-        part = scratch(go, W)
-        g = scratch(go, OW)
-        row = scratch(go, W)
-        rowd = scratch(go, W)
-        rowm = scratch(go, W if skips(skip) else 0)
-        x0, xn, xc, xd, xh, xw = xg
-        wl = tab[lw : lw + W]
-        wh = tab[hw : hw + W]
-        blk, d, c, n = _unravel(it_lo, nblk, D, C)
-        for _ in range(it_lo, it_hi):
-            h_first = blk * rows_per_item
-            h_last = min(H, h_first + rows_per_item)
-            od0, od1 = tab[ld + d], tab[hd + d]
-            oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
-            nh = oh1 - oh0
-            need = (od1 - od0) * nh * W
-            if part.size < need:
-                part = scratch(go, need)
-            gb = g0 + n * gn + c * gc
-            for od in range(od0, od1):
-                vd = tab[ed + od] - tab[sd + od]
-                for oh in range(oh0, oh1):
-                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                    load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                    if skips(skip):  # each window's count of non-NaN elements
-                        cr = (((n * C + c) * OD + od) * OH + oh) * OW
-                        for ow in range(OW):
-                            g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
-                    else:
-                        for ow in range(OW):
-                            # volume as the integer product, converted once (bit-identical)
-                            g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                    q = ((od - od0) * nh + (oh - oh0)) * W
-                    for w in range(W):
-                        s = acc(go, 0)
-                        for ow in range(wl[w], wh[w]):
-                            s += g[np.uint64(ow)]
-                        part[np.uint64(q + w)] = s
-            ib = i0 + n * in_ + c * ic + d * id_
-            for h in range(h_first, h_last):
-                lo, hi = tab[lh + h], tab[hh + h]
-                b = ib + h * ih_
-                q0 = (lo - oh0) * W
-                if od1 - od0 == 1 and hi - lo == 1:
-                    src, so = part, q0
-                else:
-                    _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
-                    src, so = row, 0
-                if skips(skip):  # NaN inputs get +0.0
-                    xr = x0 + n * xn + c * xc + d * xd + h * xh
-                    z = acc(go, 0)
-                    for w in range(W):
-                        v = get(x, xr + w * xw)
-                        rowm[w] = src[np.uint64(so + w)] if v == v else z
-                    src, so = rowm, 0
-                store_row(gi, b, iw_, W, src, so)
-            blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+        _avg_backward_items(
+            it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip
+        )
 
 
 @numba.njit(inline="always")
@@ -1381,10 +1402,11 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write
     return _first_flagged(bad, dims[5] * dims[6] * dims[7])
 
 
-#: The chunk function of each kernel whose ``prange`` loop is all it does but a final reduction
-#: of ``bad`` flags: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the calling thread, with
-#: the same result (a chunk returns its first flagged position where the kernel returns the
-#: first of all), without the parallel launch (2-3 us) or a compile of the parfor.
+#: The chunk function of each kernel: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the
+#: calling thread, with the same result (a chunk returns its first flagged position where the
+#: kernel returns the first of all), without the parallel launch (2-3 us) or a compile of the
+#: parfor. Each kernel is a ``prange`` loop over its chunk function (inlined into the average
+#: backward's), but a final reduction of ``bad`` flags.
 CHUNKS = {
     avg_pool_direct: _avg_direct_chunk,
     avg_pool_rowwise: _avg_rowwise_chunk,
@@ -1392,6 +1414,7 @@ CHUNKS = {
     avg_pool_lanewise: _avg_lanewise_chunk,
     avg_pool_runs: _avg_runs_chunk,
     count_valid: _count_chunk,
+    avg_pool_backward: _avg_backward_chunk,
     avg_pool_backward_lanes: _avg_backward_lanes_chunk,
     max_pool: _max_chunk,
     first_bad_index: _first_bad_chunk,

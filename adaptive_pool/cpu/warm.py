@@ -143,14 +143,17 @@ def warm(
         raise ValueError(f"index dtypes must be int32 or int64, got {index_dtypes}")
     targets = [t for t in targets if skipna or t not in _SKIPNA_ONLY]
     count = 0
-    serial_work, backend._SERIAL_WORK = backend._SERIAL_WORK, 0  # the parallel kernels
-    try:
-        for spec in specs:
-            for index in indices if indexed else indices[:1]:
+    for spec in specs:
+        for index in indices if indexed else indices[:1]:
+            # the parallel kernels (which compile their chunk functions as they go), then the
+            # chunk functions small problems call on their own
+            serial_work, backend._SERIAL_WORK = backend._SERIAL_WORK, 0
+            try:
                 run(spec.storage, index, skipna)
-                count += _check(name, targets, spec, index, indexed)
-    finally:
-        backend._SERIAL_WORK = serial_work
+            finally:
+                backend._SERIAL_WORK = serial_work
+            run(spec.storage, index, skipna)
+            count += _check(name, targets, spec, index, indexed)
     return count
 
 
