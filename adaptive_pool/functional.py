@@ -278,11 +278,10 @@ def _document(f: Callable, name: str, template: str) -> Callable:
 _PLAIN_FLAGS = 0x0001 | 0x0100 | 0x0400
 
 
-def _plain(*arrays: Any) -> bool:
-    """Whether every array is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
+def _plain(a: Any) -> bool:
+    """Whether ``a`` is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
     prepared calls (:func:`~adaptive_pool.executors.prepared_call`) take."""
-    return all(type(a) is np.ndarray and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
-               for a in arrays)
+    return type(a) is np.ndarray and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
 
 
 def _avg(name: str) -> Callable:
@@ -294,10 +293,7 @@ def _avg(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
-        fast = (
-            out is None and stream is None and type(skipna) is bool
-            and type(x) is np.ndarray and x.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
-        )
+        fast = out is None and stream is None and type(skipna) is bool and _plain(x)
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna)
             run = prepared_call(key)
@@ -328,7 +324,7 @@ def _max(name: str) -> Callable:
     ) -> tuple[Any, Any]:
         fast = (
             out is None and indices_out is None and stream is None and type(skipna) is bool
-            and type(x) is np.ndarray and x.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
+            and _plain(x)
         )
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
@@ -356,7 +352,10 @@ def _avg_backward(name: str) -> Callable:
     def backward(
         grad_output: Any, x: Any, *, skipna: bool = False, out: Any = None, stream: Any = None
     ) -> Any:
-        fast = out is None and stream is None and type(skipna) is bool and _plain(grad_output, x)
+        fast = (
+            out is None and stream is None and type(skipna) is bool
+            and _plain(grad_output) and _plain(x)
+        )
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
             run = prepared_call(key)
@@ -386,7 +385,7 @@ def _max_backward(name: str) -> Callable:
     ) -> Any:
         fast = (
             out is None and stream is None and type(skipna) is bool
-            and _plain(grad_output, x, indices)
+            and _plain(grad_output) and _plain(x) and _plain(indices)
         )
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
