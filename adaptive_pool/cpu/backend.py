@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import kernels
+from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
 
@@ -236,7 +237,10 @@ class CpuBackend:
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
         rows = n * c * od * oh
-        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims, sized_windows)
+        # runs summed straight from 16-bit storage need no decoded copy of the window
+        in_place = not skipna and vector_runs(xf.dtype)
+        order = _FORCE_ORDER or self._avg_order(x.dtype.itemsize, xg, dims, sized_windows,
+                                                in_place)
         if order == "runs":
             self._launch(kernels.avg_pool_runs, work, xf, xg, yf, yg, dims, skip,
                          self._chunks(rows))
@@ -250,9 +254,10 @@ class CpuBackend:
         self._launch(kernel, work, xf, xg, yf, yg, tab, dims, *args)
 
     @staticmethod
-    def _avg_order(itemsize, xg, dims, sized_windows=True) -> str:
+    def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
         """Which loop order of the average forward serves ``dims`` (all give the same bits);
-        "columns" and "runs" take their windows from the sizes, not the tables."""
+        "columns" and "runs" take their windows from the sizes, not the tables. ``in_place``:
+        the runs order reads 16-bit windows without decoding them into a scratch copy."""
         n, c, d, h, w, od, oh, ow = dims
         if sized_windows and ow == w and w > 1:  # windows one column wide: (1, None)
             return "columns"
@@ -260,7 +265,7 @@ class CpuBackend:
             sized_windows
             and ow == 1
             and xg[5] == 1
-            and (itemsize != 2 or d * h * w <= _DECODED_BAND)
+            and (itemsize != 2 or in_place or d * h * w <= _DECODED_BAND)
         ):
             # every window one run of memory: global pooling of contiguous planes, whole rows
             plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)
