@@ -9,6 +9,7 @@ outputs, and cached by their key so the one-call functions plan once per shape.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from . import windows
 from .arguments import MAX_SIZE, check_flag, check_index_dtype, check_rank, require
 from .dtypes import DTypeSpec, resolve_dtype
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
-from .limits import require_memory
+from .limits import CHECKED_BYTES, require_memory
 
 __all__ = [
     "Operator",
@@ -232,11 +233,14 @@ class Executor:
 
     def _output(self, out, name, shape, dtype, like, inputs):
         if out is None:
-            if not self.op.backward:  # a backward's result is the size of its input x
-                planes = int(np.prod(self.lead, dtype=np.int64))
-                per_cell = np.dtype(dtype).itemsize
+            # a backward's result is the size of its input x; small results are not checked
+            # (and their message is not built: a call's Python overhead is what small
+            # problems pay)
+            per_cell = np.dtype(dtype).itemsize
+            if not self.op.backward and math.prod(map(int, shape)) * per_cell >= CHECKED_BYTES:
+                planes = math.prod(map(int, self.lead))
                 self._require_memory(
-                    int(np.prod(shape, dtype=object)) * per_cell,
+                    math.prod(map(int, shape)) * per_cell,
                     f"the result ({shape}, {np.dtype(dtype).name})",
                     lambda free: f"at most about {free // (per_cell * max(planes, 1))} output "
                     f"elements per (n, c) plane would fit",
@@ -311,7 +315,8 @@ class Executor:
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                xg, yg, tab, dims, dt.itemsize, self.skipna, typed=True, **self._given_windows
+                xg, yg, tab, dims, np.dtype(st or dt), self.skipna, typed=True,
+                **self._given_windows,
             )
 
             def avg_pool(x):

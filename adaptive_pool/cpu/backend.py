@@ -13,6 +13,7 @@ from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import kernels
+from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
 
@@ -273,17 +274,22 @@ class CpuBackend:
         the loop orders that read them serve."""
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
-        self.prepare_avg_pool(xg, yg, tab, dims, x.itemsize, skipna, sized_windows)(xf, yf)
+        self.prepare_avg_pool(xg, yg, tab, dims, x.dtype, skipna, sized_windows)(xf, yf)
 
     def prepare_avg_pool(
-        self, xg, yg, tab, dims, itemsize, skipna=False, sized_windows=True, typed=False
+        self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, typed=False
     ):
-        """:meth:`avg_pool` as ``launch(xf, yf)`` (``typed``: see :meth:`_runner`)."""
+        """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``typed``: see
+        :meth:`_runner`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
         rows = n * c * od * oh
-        order = _FORCE_ORDER or self._avg_order(itemsize, xg, dims, sized_windows)
+        # runs summed straight from 16-bit storage need no decoded copy of the window
+        in_place = not skipna and vector_runs(storage)
+        order = _FORCE_ORDER or self._avg_order(
+            storage.itemsize, xg, dims, sized_windows, in_place
+        )
         kernel = getattr(kernels, "avg_pool_" + order)
         run, serial = self._runner(kernel, work, typed)
         if order == "runs":
@@ -296,9 +302,10 @@ class CpuBackend:
         return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, skip, nch)
 
     @staticmethod
-    def _avg_order(itemsize, xg, dims, sized_windows=True) -> str:
+    def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
         """Which loop order of the average forward serves ``dims`` (all give the same bits);
-        "columns" and "runs" take their windows from the sizes, not the tables."""
+        "columns" and "runs" take their windows from the sizes, not the tables. ``in_place``:
+        the runs order reads 16-bit windows without decoding them into a scratch copy."""
         n, c, d, h, w, od, oh, ow = dims
         if sized_windows and ow == w and w > 1:  # windows one column wide: (1, None)
             return "columns"
@@ -306,7 +313,7 @@ class CpuBackend:
             sized_windows
             and ow == 1
             and xg[5] == 1
-            and (itemsize != 2 or d * h * w <= _DECODED_BAND)
+            and (itemsize != 2 or in_place or d * h * w <= _DECODED_BAND)
         ):
             # every window one run of memory: global pooling of contiguous planes, whole rows
             plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)

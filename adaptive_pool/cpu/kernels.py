@@ -42,6 +42,7 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
+from .lanes import run_sum, vector_runs
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
 #: does a chunk's work (``_BODY``). Numba's parfor passes (copy propagation, fusion, a second
@@ -536,65 +537,10 @@ def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
 
 
 @numba.njit(inline="always")
-def _add8(t, s, o):
-    """``t[i] + s[o + i]`` (decoded) for 8 lanes: a tuple, kept in registers."""
-    return (t[0] + get(s, o), t[1] + get(s, o + 1), t[2] + get(s, o + 2), t[3] + get(s, o + 3),
-            t[4] + get(s, o + 4), t[5] + get(s, o + 5), t[6] + get(s, o + 6), t[7] + get(s, o + 7))
-
-
-@numba.njit(inline="always")
-def _add8_upto(t, s, o, r):
-    """:func:`_add8` of the lanes ``i < r`` only (the others add +0.0: no change)."""
-    z = acc(s, 0)
-    return (
-        t[0] + (get(s, o) if 0 < r else z), t[1] + (get(s, o + 1) if 1 < r else z),
-        t[2] + (get(s, o + 2) if 2 < r else z), t[3] + (get(s, o + 3) if 3 < r else z),
-        t[4] + (get(s, o + 4) if 4 < r else z), t[5] + (get(s, o + 5) if 5 < r else z),
-        t[6] + (get(s, o + 6) if 6 < r else z), t[7] + (get(s, o + 7) if 7 < r else z),
-    )
-
-
-@numba.njit(inline="always")
-def _vadd8(a, b):
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3],
-            a[4] + b[4], a[5] + b[5], a[6] + b[6], a[7] + b[7])
-
-
-@numba.njit(inline="always")
-def _lane_run_sum8(src, b, n):
-    """The lane-order sum of the unit-stride run ``src[b:b+n]``, all 32 lanes in registers
-    (four 8-tuples): whole rounds, the last partial round, then the halving steps. Lanes no
-    element reached hold +0.0 and add nothing, so the full tree gives the contract's bits."""
-    z = acc(src, 0)
-    t0 = (z, z, z, z, z, z, z, z)
-    t1, t2, t3 = t0, t0, t0
-    nfull = n >> 5
-    for j in range(nfull):
-        o = b + (j << 5)
-        t0 = _add8(t0, src, o)
-        t1 = _add8(t1, src, o + 8)
-        t2 = _add8(t2, src, o + 16)
-        t3 = _add8(t3, src, o + 24)
-    r = n - (nfull << 5)
-    if r > 0:
-        o = b + (nfull << 5)
-        t0 = _add8_upto(t0, src, o, r)
-        t1 = _add8_upto(t1, src, o + 8, r - 8)
-        t2 = _add8_upto(t2, src, o + 16, r - 16)
-        t3 = _add8_upto(t3, src, o + 24, r - 24)
-    e = _vadd8(_vadd8(t0, t2), _vadd8(t1, t3))  # i += i + 16, then i += i + 8
-    f0, f1, f2, f3 = e[0] + e[4], e[1] + e[5], e[2] + e[6], e[3] + e[7]
-    g0, g1 = f0 + f2, f1 + f3
-    return g0 + g1
-
-
-@numba.njit(inline="always")
 def _lane_run_sum(src, b, n, lanes, skip):
-    """The lane-order sum of the unit-stride run ``src[b:b+n]`` (a whole window) and its
-    count: in registers (:func:`_lane_run_sum8`: 1.25-1.5x against lanes in memory), or with
-    :func:`skips` through ``lanes`` (NaN adds +0.0 and is not counted)."""
-    if not skips(skip):
-        return _lane_run_sum8(src, b, n), n
+    """The lane-order sum of the unit-stride run ``src[b:b+n]`` of a float32 or float64 array
+    (a whole window) and its count, in scalar code: with :func:`skips` through ``lanes`` (NaN
+    adds +0.0 and is not counted), else :func:`_combine1` of the 32 lanes."""
     _zero(lanes, SUM_LANES)
     z = acc(src, 0)
     cnt = 0
@@ -602,11 +548,55 @@ def _lane_run_sum(src, b, n, lanes, skip):
         o = b + (j << 5)
         for i in range(min(SUM_LANES, n - (j << 5))):
             v = get(src, o + i)
-            ok = v == v
-            lanes[i] += v if ok else z
-            cnt += np.int64(ok)
+            if skips(skip):
+                ok = v == v
+                lanes[i] += v if ok else z
+                cnt += np.int64(ok)
+            else:
+                lanes[i] += v
     _combine1(lanes, n)
-    return lanes[0], cnt
+    return lanes[0], cnt if skips(skip) else n
+
+
+def _run_sum(x, b, n, buf, lanes, skip):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_run_sum, inline="always")
+def _run_sum_impl(x, b, n, buf, lanes, skip):
+    """The lane-order sum of the unit-stride run ``x[b:b+n]`` (a whole window) and its count
+    (non-NaN with :func:`skips`), chosen at compile time: LLVM vector code
+    (:func:`~adaptive_pool.cpu.lanes.run_sum`: about 10x the scalar forms, 16-bit runs decoded
+    in its registers) where it reads ``x``'s dtype and NaN are not skipped; else 16-bit runs
+    are decoded into ``buf`` first (one unit-stride loop, vectorised) and summed by the
+    vector code or :func:`_lane_run_sum`. ``buf``: see :func:`_run_buf`."""
+    skip_on = isinstance(skip, types.BaseTuple) and len(skip) == 1
+    if not skip_on and vector_runs(x.dtype):
+        return lambda x, b, n, buf, lanes, skip: (run_sum(x, b, n), n)
+    if x.dtype in (types.float32, types.float64):
+        return lambda x, b, n, buf, lanes, skip: _lane_run_sum(x, b, n, lanes, skip)
+
+    def decoded(x, b, n, buf, lanes, skip):
+        load_row(x, b, 1, n, buf)
+        if skips(skip):
+            return _lane_run_sum(buf, 0, n, lanes, skip)
+        return run_sum(buf, 0, n), n
+
+    return decoded
+
+
+def _run_buf(x, n, skip):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_run_buf, inline="always")
+def _run_buf_impl(x, n, skip):
+    """The decoding scratch of :func:`_run_sum` for runs of ``n`` elements (empty where the
+    run is summed in place)."""
+    skip_on = isinstance(skip, types.BaseTuple) and len(skip) == 1
+    if x.dtype in (types.float32, types.float64) or (not skip_on and vector_runs(x.dtype)):
+        return lambda x, n, skip: scratch(x, 0)
+    return lambda x, n, skip: scratch(x, n)
 
 
 @numba.njit(**_BODY)
@@ -618,15 +608,22 @@ def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
     V = (D // OD) * (H // OH) * W
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     lanes = scratch(x, SUM_LANES)
-    buf = scratch(x, V if decodes(x) else 0)
+    buf = _run_buf(x, V, skip)
+    # contiguous input and result (the usual case): item r's run starts at x0 + r * V and its
+    # mean goes to y0 + r, a plain loop without the per-item index arithmetic (half the time
+    # of a 7x7 window)
+    R, Q = OD * OH, OD * OH * V
+    if ((OH == 1 or (xh == V and yh == 1)) and (OD == 1 or (xd == OH * V and yd == OH))
+            and (C == 1 or (xc == Q and yc == R)) and (N == 1 or (xn == C * Q and yn == C * R))):
+        xb, yb = x0 + r_lo * V, y0 + r_lo
+        for i in range(r_hi - r_lo):
+            t, k = _run_sum(x, xb + i * V, V, buf, lanes, skip)
+            put(y, yb + i, _mean(x, t, k))
+        return
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         b = x0 + n * xn + c * xc + od * xd + oh * xh
-        if decodes(x):  # decoded in one unit-stride loop first (vectorised)
-            load_row(x, b, 1, V, buf)
-            t, k = _lane_run_sum(buf, 0, V, lanes, skip)
-        else:
-            t, k = _lane_run_sum(x, b, V, lanes, skip)
+        t, k = _run_sum(x, b, V, buf, lanes, skip)
         put(y, y0 + n * yn + c * yc + od * yd + oh * yh, _mean(x, t, k))
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
@@ -636,7 +633,7 @@ def avg_pool_runs(x, xg, y, yg, dims, skip, nchunk):
     """The average forward when every window is one contiguous run of memory: global pooling
     of contiguous planes (``OD == OH == OW == 1``) and windows that are whole rows (``OD == D``,
     ``OH == H``, ``OW == 1``: (None, 1)), ``xw == 1``. A work item is one window: a lane-order
-    sum at memory speed with no per-row bookkeeping (:func:`_lane_run_sum`)."""
+    sum at memory speed with no per-row bookkeeping (:func:`_run_sum`)."""
     for ch in prange(nchunk):
         _avg_runs_chunk(np.int64(ch), x, xg, y, yg, dims, skip, nchunk)
 
