@@ -270,34 +270,56 @@ class CpuBackend:
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
             return "rowwise"
-        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
-            return "lanewise"
+        if (
+            c >= kernels.LANES
+            and d * h * w < _LANEWISE_ROW * od * oh
+            and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31
+        ):
+            return "lanewise"  # (its counts are int32)
         return "direct"
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
         """The average backward gather; with ``skipna`` (``x``: the forward's input, its 5-D
         storage view) shares divide by each window's count of non-NaN elements of ``x``,
         counted first into one int64 per output cell, and NaN inputs get +0.0."""
+        cnt = None
+        if skipna:
+            n, c, d, h, _, od, oh, ow = dims
+            cnt = _NO_COUNTS  # the lanes kernel counts windows one d deep itself
+            if not (self._lanes(dims) and od == d):
+                cnt = np.empty(n * c * od * oh * ow, np.int64)
+                self._launch(
+                    kernels.count_valid, x.size, *flat_geometry(x), cnt, tab, dims,
+                    self._chunks(n * c * od * oh),
+                )
+        self.avg_pool_gather(go, gi, tab, dims, x, cnt)
+
+    @staticmethod
+    def _lanes(dims) -> bool:
+        """Whether the average backward takes the 8-planes kernel."""
+        _, c, _, h, w, _, _, _ = dims
+        return c >= kernels.LANES and h * w <= _LANES_PLANE
+
+    def avg_pool_gather(self, go, gi, tab, dims, x=None, cnt=None) -> None:
+        """The average backward's gather, plain, or with counts ``cnt`` of ``x``'s windows
+        (:func:`~adaptive_pool.cpu.kernels.count_valid`; empty: the 8-planes kernel counts
+        them) the NaN-skipping one: 8 planes side by side for small planes of many channels,
+        else row blocks of one plane."""
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         n, c, d, h, w, od, oh, ow = dims
-        slabs, rows = n * c * d, h
-        if skipna:
+        if cnt is not None:
             xf, xg = flat_geometry(x)
-            cnt = np.empty(n * c * od * oh * ow, np.int64)
-            self._launch(
-                kernels.count_valid, n * c * d * h * w, xf, xg, cnt, tab, dims,
-                self._chunks(n * c * od * oh),
-            )
             skip = kernels.SKIPNA
         else:
-            if c >= kernels.LANES and h * w <= _LANES_PLANE:
-                self._launch(
-                    kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab,
-                    dims, self._chunks(n * -(-c // kernels.LANES) * d),
-                )
-                return
             xf, xg, cnt, skip = gf, gg, _NO_COUNTS, kernels.PLAIN  # not read
+        if self._lanes(dims):
+            self._launch(
+                kernels.avg_pool_backward_lanes, n * c * d * h * w, gf, gg, if_, ig, tab,
+                dims, xf, xg, cnt, skip, self._chunks(n * -(-c // kernels.LANES) * d),
+            )
+            return
+        slabs, rows = n * c * d, h
         rpi = self._rows_per_item(slabs, rows)
         nch = self._chunks(slabs * -(-rows // rpi))
         self._launch(
@@ -371,6 +393,11 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _thread_counts()[0]()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _longest(i: int, o: int) -> int:
+    """An upper bound of the longest window of an axis of ``i`` inputs and ``o`` outputs."""
+    return min(i, -(-i // o) + 1)
 
 
 #: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",

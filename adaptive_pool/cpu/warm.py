@@ -45,14 +45,20 @@ def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None
     return run
 
 
-def _avg_backward(in3: tuple, out3: tuple, c: int, skips: bool) -> Callable:
-    """The average backward, plain, and NaN-skipping (which counts first) where it ``skips``."""
+def _avg_backward(in3: tuple, out3: tuple, c: int, counts: bool) -> Callable:
+    """The average backward, plain and NaN-skipping. Only the group that ``counts`` reaches
+    the counting kernel (the whole skipna call); the other's NaN-skipping gather takes counts
+    made here, so that no two groups compile the same kernel."""
 
     def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, in3, out3, c)
         go = np.zeros((1, c) + out3, storage)
-        for skip in (False, True)[: 1 + (skipna and skips)]:
-            BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=skip, x=x)
+        BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, x=x)
+        if skipna and counts:
+            BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=True, x=x)
+        elif skipna:
+            cnt = np.ones(go.size, np.int64)
+            BACKEND.avg_pool_gather(go, np.empty_like(x), tab, dims, x, cnt)
 
     return run
 
