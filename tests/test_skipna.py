@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import adaptive_pool as ap
 import reference as ref
-from support import ALL_DTYPES, DTYPE_IDS, F32, F64, MISSING, bits, check
+from support import ALL_DTYPES, DTYPE_IDS, F32, F64, MISSING, bits, channels_last, check
 
 RANKS = (1, 2, 3)
 
@@ -96,6 +96,38 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
     gi = ap.adaptive_avg_pool1d_backward(g, x, skipna=True)
     np.testing.assert_array_equal(gi, [[6.0, 0.0, 4.0, 0.0]])  # each window has one number
     np.testing.assert_array_equal(ap.adaptive_avg_pool1d(x, 2, skipna=True), [[1.0, 3.0]])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size",
+    [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
+     ((2, 9, 5, 6, 7), (2, 3, 4)), ((2, 8, 6, 5, 4), (6, 2, 3))],
+)
+def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
+    """The CPU average backward's two kernels (row blocks of one plane; 8 planes side by side
+    with a partial last block), with skipna, in C order and channels-last, against the
+    reference: shares divide by each window's count of numbers and NaN inputs get +0.0 (so a
+    window without numbers, here a whole plane, gives nothing)."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    rank = len(output_size)
+    rng = np.random.default_rng(16)
+    x = rng.uniform(0.25, 4.0, size=shape).astype(dtype)
+    x[rng.random(shape) < 0.3] = np.nan
+    x[0, 0] = np.nan  # a plane without numbers
+    g = rng.uniform(0.25, 4.0, size=shape[:2] + output_size).astype(dtype)
+    want = ref.avg_pool_backward(g, x.shape, rank, x=x)
+    got = {}
+    for name, plane in [("rows", 0), ("lanes", 10**9)]:
+        monkeypatch.setattr(backend, "_LANES_PLANE", plane)
+        got[name] = [
+            bits(fn("avg", rank, True)(a, b, skipna=True))
+            for a in (g, channels_last(g)) for b in (x, channels_last(x))
+        ]
+        _assert_avg(fn("avg", rank, True)(g, x, skipna=True), want, dtype)
+    for a, b in zip(got["rows"], got["lanes"]):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_skipna_must_be_a_bool():

@@ -323,45 +323,67 @@ class CpuBackend:
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
             return "rowwise"
-        if c >= kernels.LANES and d * h * w < _LANEWISE_ROW * od * oh:
-            return "lanewise"
+        if (
+            c >= kernels.LANES
+            and d * h * w < _LANEWISE_ROW * od * oh
+            and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31
+        ):
+            return "lanewise"  # (its counts are int32)
         return "direct"
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
         """The average backward gather; with ``skipna`` (``x``: the forward's input, its 5-D
-        storage view) shares divide by each window's count of non-NaN elements of ``x``,
-        counted first into one int64 per output cell, and NaN inputs get +0.0."""
+        storage view) shares divide by each window's count of non-NaN elements of ``x`` and NaN
+        inputs get +0.0."""
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         xf, xg = flat_geometry(x) if skipna else (None, None)
         self.prepare_avg_pool_backward(gg, ig, tab, dims, xg)(gf, if_, xf)
 
+    @staticmethod
+    def _lanes(dims) -> bool:
+        """Whether the average backward takes the 8-planes kernel."""
+        _, c, _, h, w, _, _, _ = dims
+        return c >= kernels.LANES and h * w <= _LANES_PLANE
+
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, typed=False):
-        """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``; NaN-skipping where ``xg`` (the
-        geometry of ``xf``) is given, else ``xf`` is not read."""
+        """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
+        geometry of ``xf``) is given, else ``xf`` is not read.
+
+        8 planes side by side for small planes of many channels, else row blocks of one plane.
+        NaN-skipping, windows are counted first (one int64 per output cell), except by the
+        8-planes kernel on windows one d deep, which counts them itself.
+        """
         n, c, d, h, w, od, oh, ow = dims
-        slabs, rows = n * c * d, h
         work = n * c * d * h * w
-        if xg is not None:
-            count, cserial = self._runner(kernels.count_valid, work, typed)
-            cch = self._chunks(n * c * od * oh, cserial)
-            cells = n * c * od * oh * ow
-        elif c >= kernels.LANES and h * w <= _LANES_PLANE:
+        lanes = self._lanes(dims)
+        if lanes:
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work, typed)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
-            return lambda gf, if_, xf: run(gf, gg, if_, ig, tab, dims, nch)
-        rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w, typed)
-        nch = self._chunks(slabs * -(-rows // rpi), serial)
-        if xg is None:
-            return lambda gf, if_, xf: run(
-                gf, gg, if_, ig, tab, dims, rpi, gf, gg, _NO_COUNTS, kernels.PLAIN, nch
-            )
+
+            def gather(gf, if_, xf, xg, cnt, skip):
+                run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
+        else:
+            slabs, rows = n * c * d, h
+            rpi = self._rows_per_item(slabs, rows)
+            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w, typed)
+            nch = self._chunks(slabs * -(-rows // rpi), serial)
+
+            def gather(gf, if_, xf, xg, cnt, skip):
+                run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, skip, nch)
+
+        if xg is None:  # x and counts are not read
+            return lambda gf, if_, xf: gather(gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
+        if lanes and od == d:
+            return lambda gf, if_, xf: gather(gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
+        count, cserial = self._runner(kernels.count_valid, work, typed)
+        cch = self._chunks(n * c * od * oh, cserial)
+        cells = n * c * od * oh * ow
 
         def launch(gf, if_, xf):
             cnt = np.empty(cells, np.int64)
             count(xf, xg, cnt, tab, dims, cch)
-            run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, kernels.SKIPNA, nch)
+            gather(gf, if_, xf, xg, cnt, kernels.SKIPNA)
 
         return launch
 
@@ -452,6 +474,11 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _thread_counts()[0]()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _longest(i: int, o: int) -> int:
+    """An upper bound of the longest window of an axis of ``i`` inputs and ``o`` outputs."""
+    return min(i, -(-i // o) + 1)
 
 
 #: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",

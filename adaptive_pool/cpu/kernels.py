@@ -470,7 +470,9 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     a = scratch(x, SUM_LANES * LANES)
-    cnt = np.empty(LANES, np.int64)
+    # int32 counts (the backend sends windows of 2**31 elements or more elsewhere): one
+    # vector of 8 beside the 8 sums, where int64 took two
+    cnt = np.empty(LANES, np.int32)
     poff = np.empty(LANES, np.int64)
     band = scratch(x, 0)
     z = acc(x, 0)
@@ -512,7 +514,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
                             if skips(skip):
                                 ok = v == v
                                 a[np.uint64(q + l)] += v if ok else z
-                                cnt[l] += np.int64(ok)
+                                cnt[l] += np.int32(ok)
                             else:
                                 a[np.uint64(q + l)] += v
                         k += 1
@@ -638,6 +640,23 @@ def avg_pool_runs(x, xg, y, yg, dims, skip, nchunk):
         _avg_runs_chunk(np.int64(ch), x, xg, y, yg, dims, skip, nchunk)
 
 
+#: Rows the count kernel adds into its int32 column counts before it moves them into the
+#: int64 window counts (so no column count can overflow, however tall the window).
+COUNT_FLUSH = (1 << 31) - 1
+
+
+@numba.njit(inline="always")
+def _flush_counts(col, ws, we, cnt, r0):
+    """``cnt[r0 + ow] += sum(col[ws[ow]:we[ow]])`` for every window; ``col`` is zeroed."""
+    for ow in range(ws.size):
+        k = np.int64(0)
+        for w in range(ws[ow], we[ow]):
+            k += col[w]
+        cnt[np.uint64(r0 + ow)] += k
+    for w in range(col.size):
+        col[w] = 0
+
+
 @numba.njit(**_BODY)
 def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
@@ -645,28 +664,44 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    col = np.zeros(W, np.int32)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for r in range(r_lo, r_hi):
         xb = x0 + n * xn + c * xc
+        r0 = r * OW
         for ow in range(OW):
-            k = 0
-            for d in range(tab[sd + od], tab[ed + od]):
-                for h in range(tab[sh + oh], tab[eh + oh]):
-                    b = xb + d * xd + h * xh
-                    for w in range(tab[sw + ow], tab[ew + ow]):
+            cnt[np.uint64(r0 + ow)] = 0
+        rows = 0
+        for d in range(tab[sd + od], tab[ed + od]):
+            for h in range(tab[sh + oh], tab[eh + oh]):
+                b = xb + d * xd + h * xh
+                # the band's non-NaN elements per column: a unit-stride loop that vectorises
+                if xw == 1:
+                    for w in range(W):
+                        v = get(x, b + w)
+                        col[w] += np.int32(v == v)
+                else:
+                    for w in range(W):
                         v = get(x, b + w * xw)
-                        k += np.int64(v == v)
-            cnt[r * OW + ow] = k
+                        col[w] += np.int32(v == v)
+                rows += 1
+                if rows == COUNT_FLUSH:
+                    _flush_counts(col, ws, we, cnt, r0)
+                    rows = 0
+        _flush_counts(col, ws, we, cnt, r0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
 def count_valid(x, xg, cnt, tab, dims, nchunk):
     """``cnt[o]``: how many elements of window ``o`` are not NaN (C order of the outputs): the
-    divisors of the NaN-skipping average backward."""
+    divisors of the NaN-skipping average backward. Counts are exact integers, so any order
+    serves: a work item (one output row) adds its band's rows into int32 column counts
+    (vectorised), then sums each window's columns."""
     for ch in prange(nchunk):
         _count_chunk(np.int64(ch), x, xg, cnt, tab, dims, nchunk)
-
 
 
 @numba.njit(inline="always")
@@ -811,7 +846,7 @@ def _scatter_lanes(a, b, sc, sw, W, nl, src):
 
 
 @numba.njit(**_BODY)
-def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
+def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_lanes`."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
@@ -828,6 +863,15 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
     enc_row = np.empty(WL, gi.dtype)
     s = scratch(go, LANES)
     lane = np.empty(LANES, np.int64)
+    # skipna: each lane's plane in ``cnt`` and in ``x``; the slab's validity (1 for a number)
+    # and, counted here where windows do not span d (``cnt`` empty), its windows' counts
+    cl = np.empty(LANES, np.int64)
+    xl = np.empty(LANES, np.int64)
+    fused = skips(skip) and cnt.size == 0
+    okv = np.empty(H * WL if skips(skip) else 0, np.int32)
+    colc = np.empty(WL if fused else 0, np.int32)
+    cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
+    x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
@@ -836,6 +880,32 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
         nl = min(LANES, C - c0)
         for l in range(LANES):
             lane[l] = min(l, nl - 1) * gc
+            cl[l] = min(l, nl - 1) * (OD * OH * OW)
+            xl[l] = min(l, nl - 1) * xc
+        if skips(skip):
+            xb = x0 + n * xn + c0 * xc + d * xd
+            for h in range(H):
+                for w in range(W):
+                    o = xb + h * xh + w * xw
+                    q = (h * W + w) * LANES
+                    for l in range(LANES):
+                        v = get(x, o + xl[l])
+                        okv[q + l] = np.int32(v == v)
+        if fused:  # exact integers: rows of columns, then columns of windows
+            for oh in range(OH):
+                for k in range(WL):
+                    colc[k] = 0
+                for h in range(tab[sh + oh], tab[eh + oh]):
+                    q = h * WL
+                    for k in range(WL):
+                        colc[k] += okv[np.uint64(q + k)]
+                for ow in range(OW):
+                    q = (oh * OW + ow) * LANES
+                    for l in range(LANES):
+                        cw[q + l] = 0
+                    for w in range(tab[sw + ow], tab[ew + ow]):
+                        for l in range(LANES):
+                            cw[q + l] += colc[np.uint64(w * LANES + l)]
         od0, od1 = tab[ld + d], tab[hd + d]
         if part.size < (od1 - od0) * OH * WL:
             part = scratch(go, (od1 - od0) * OH * WL)
@@ -845,11 +915,26 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
             for oh in range(OH):
                 vdh = vd * (tab[eh + oh] - tab[sh + oh])
                 gr = gb + od * gd + oh * gh
-                for ow in range(OW):
-                    # volume as the integer product, converted once (bit-identical)
-                    v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                    for l in range(LANES):
-                        gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
+                if fused:  # each window's count of non-NaN elements
+                    for ow in range(OW):
+                        q = (oh * OW + ow) * LANES
+                        for l in range(LANES):
+                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
+                                go, cw[q + l]
+                            )
+                elif skips(skip):
+                    cr = (((n * C + c0) * OD + od) * OH + oh) * OW
+                    for ow in range(OW):
+                        for l in range(LANES):
+                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
+                                go, cnt[np.uint64(cr + ow + cl[l])]
+                            )
+                else:
+                    for ow in range(OW):
+                        # volume as the integer product, converted once (bit-identical)
+                        v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                        for l in range(LANES):
+                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
                 q = ((od - od0) * OH + oh) * WL
                 for w in range(W):
                     for l in range(LANES):
@@ -863,6 +948,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
         for h in range(H):
             lo, hi = tab[lh + h], tab[hh + h]
             _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
+        if skips(skip):  # NaN inputs get +0.0
+            z = acc(go, 0)
+            for k in range(H * WL):
+                rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
             # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
             # against stores interleaved over the LANES planes, row by row
@@ -882,7 +971,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
+def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """The average backward for small planes: ``LANES`` planes side by side.
 
     The sums of :func:`avg_pool_backward`, term for term, in buffers whose innermost axis is
@@ -892,9 +981,18 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, nchunk):
     are summed before any is stored, so planes whose rows are one run are stored plane by
     plane. A work item is one ``(n, d)`` slab of ``LANES`` planes; a last block of fewer
     planes computes its last plane in the spare lanes and does not store them.
+
+    With :func:`skips` (``skip``), the NaN-skipping gradient as in :func:`avg_pool_backward`:
+    NaN inputs of ``x`` get +0.0 and shares divide by the windows' counts of numbers, from
+    ``cnt`` (:func:`count_valid`) or, where ``cnt`` is empty (windows one d deep: ``OD == D``,
+    every 1-D and 2-D problem), counted by the work item from the slab's validity, which it
+    reads anyway (lane-major int32 sums over rows, then over columns: no pass of its own over
+    ``x``). Otherwise ``x`` and ``cnt`` are not read.
     """
     for ch in prange(nchunk):
-        _avg_backward_lanes_chunk(np.int64(ch), go, gog, gi, gig, tab, dims, nchunk)
+        _avg_backward_lanes_chunk(
+            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk
+        )
 
 
 @numba.njit(inline="always")

@@ -45,13 +45,13 @@ def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None
     return run
 
 
-def _avg_backward(in3: tuple, out3: tuple, c: int, skips: bool) -> Callable:
-    """The average backward, plain, and NaN-skipping (which counts first) where it ``skips``."""
+def _avg_backward(in3: tuple, out3: tuple, c: int) -> Callable:
+    """The average backward, plain and NaN-skipping."""
 
     def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, in3, out3, c)
         go = np.zeros((1, c) + out3, storage)
-        for skip in (False, True)[: 1 + (skipna and skips)]:
+        for skip in (False, True)[: 1 + skipna]:
             BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=skip, x=x)
 
     return run
@@ -89,10 +89,10 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
     "avg_pool_backward": (
         ("avg_pool_backward", "count_valid"), False,
-        _avg_backward((1, 3, 3), (1, 2, 2), 1, True),
+        _avg_backward((1, 3, 3), (1, 2, 2), 1),
     ),
     "avg_pool_backward_lanes": (
-        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8, False)
+        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
     ),
     "max_pool": (("max_pool",), True, _max),
     "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
