@@ -560,31 +560,38 @@ def _lane_run_sum(src, b, n, lanes, skip):
     return lanes[0], cnt if skips(skip) else n
 
 
-def _run_sum(x, b, n, buf, lanes, skip):  # pragma: no cover - typing stub
+def _vector_source(x, b, n, buf):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
-@overload(_run_sum, inline="always")
-def _run_sum_impl(x, b, n, buf, lanes, skip):
-    """The lane-order sum of the unit-stride run ``x[b:b+n]`` (a whole window) and its count
-    (non-NaN with :func:`skips`), chosen at compile time: LLVM vector code
-    (:func:`~adaptive_pool.cpu.lanes.run_sum`: about 10x the scalar forms, 16-bit runs decoded
-    in its registers) where it reads ``x``'s dtype and NaN are not skipped; else 16-bit runs
-    are decoded into ``buf`` first (one unit-stride loop, vectorised) and summed by the
-    vector code or :func:`_lane_run_sum`. ``buf``: see :func:`_run_buf`."""
-    skip_on = isinstance(skip, types.BaseTuple) and len(skip) == 1
-    if not skip_on and vector_runs(x.dtype):
-        return lambda x, b, n, buf, lanes, skip: (run_sum(x, b, n), n)
-    if x.dtype in (types.float32, types.float64):
-        return lambda x, b, n, buf, lanes, skip: _lane_run_sum(x, b, n, lanes, skip)
+@overload(_vector_source, inline="always")
+def _vector_source_impl(x, b, n, buf):
+    """Where :func:`~adaptive_pool.cpu.lanes.run_sum` reads the run ``x[b:b+n]``: ``(x, b)``
+    where it reads ``x``'s dtype, else ``(buf, 0)`` once the run is decoded into ``buf``
+    (float16 without F16C)."""
+    if vector_runs(x.dtype):
+        return lambda x, b, n, buf: (x, b)
 
-    def decoded(x, b, n, buf, lanes, skip):
+    def decoded(x, b, n, buf):
         load_row(x, b, 1, n, buf)
-        if skips(skip):
-            return _lane_run_sum(buf, 0, n, lanes, skip)
-        return run_sum(buf, 0, n), n
+        return buf, 0
 
     return decoded
+
+
+@numba.njit(inline="always")
+def _run_sum(x, b, n, buf, lanes, skip):
+    """The lane-order sum of the unit-stride run ``x[b:b+n]`` (a whole window) and its count
+    (non-NaN with :func:`skips`): LLVM vector code (:func:`~adaptive_pool.cpu.lanes.run_sum`,
+    16-bit runs decoded in its registers), or with :func:`skips` :func:`_lane_run_sum` (16-bit
+    runs decoded into ``buf`` first, one unit-stride loop). ``buf``: see :func:`_run_buf`."""
+    if skips(skip):
+        if decodes(x):
+            load_row(x, b, 1, n, buf)
+            return _lane_run_sum(buf, 0, n, lanes, skip)
+        return _lane_run_sum(x, b, n, lanes, skip)
+    src, sb = _vector_source(x, b, n, buf)
+    return run_sum(src, sb, n), n
 
 
 def _run_buf(x, n, skip):  # pragma: no cover - typing stub
