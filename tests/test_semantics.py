@@ -90,8 +90,6 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     accumulators exceed their budget) give the same bits, with windows that overlap and
     upsample so elements receive several gradients; the sparse one also with indices whose
     planes are not one run."""
-    from adaptive_pool.cpu import backend  # noqa: PLC0415
-
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
     _, idx = ap.adaptive_max_pool3d(x, output_size)
     g = rand(idx.shape, dtype, seed=12)
@@ -120,8 +118,6 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
     """The CPU max forward's ways of locating a maximum (positions kept while reducing, or a
     second scan) and of reading an item's rows (one flat block, row by row, at a stride),
     over many output rows an item or one, all give the reference's value and index."""
-    from adaptive_pool.cpu import backend  # noqa: PLC0415
-
     x = small_ints(shape, dtype, seed=16, high=3)
     if data == "nans":
         x[np.random.default_rng(17).random(shape) < 0.1] = np.nan
@@ -187,8 +183,6 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, knobs, mon
 def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU average backward's two kernels (row blocks of one plane, 8 planes side by side
     with a partial last block) give the same bits, in C order and channels-last."""
-    from adaptive_pool.cpu import backend  # noqa: PLC0415
-
     x = rand(shape, dtype, seed=14)
     g = rand(shape[:2] + output_size, dtype, seed=15)
     gv = channels_last(g)

@@ -434,12 +434,16 @@ class CpuBackend:
         sparse = sparse and od * oh * ow <= _SPARSE_OUTPUTS
         # dense planes: an element's address is its plane's plus its flat index (the strides
         # of singleton axes, which 1-D and 2-D problems have, do not matter)
-        dense = all(s == want for s, want, size in zip(ig[3:], (h * w, w, 1), (d, h, w)) if size > 1)
+        dense = all(
+            s == want for s, want, size in zip(ig[3:], (h * w, w, 1), (d, h, w)) if size > 1
+        )
         if sparse and dense:
             lo, nn = kernels.window_bounds(tab, dims)
             m = od * oh * ow
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m, typed)
-            write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane), typed)
+            write, serial = self._runner(
+                kernels.max_pool_backward_sparse, planes * (m + plane), typed
+            )
             cch = 1 if cserial else self._sparse_chunks(planes)
             nch = 1 if serial else self._sparse_chunks(planes)
 

@@ -1360,7 +1360,9 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
     rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
     for ch in prange(nchunk):
-        _max_backward_chunk(np.int64(ch), go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk)
+        _max_backward_chunk(
+            np.int64(ch), go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk
+        )
 
 
 @numba.njit(inline="always")
@@ -1488,9 +1490,10 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write
 
     A work item is one ``(n, c)`` plane. It first checks all its indices (:func:`_check_plane`;
     ``bad[p]`` is the plane's first output, in C order, whose index lies outside its window,
-    else -1; ``lo`` and ``nn`` are the windows' bounds, :func:`window_bounds`); such a plane is left zero, and no index is ever used unchecked. Without ``write``
-    it stops there and ``gi`` is untouched (a caller's result is checked whole before any of
-    it is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
+    else -1; ``lo`` and ``nn`` are the windows' bounds, :func:`window_bounds`); such a plane
+    is left zero, and no index is ever used unchecked. Without ``write`` it stops there and
+    ``gi`` is untouched (a caller's result is checked whole before any of it is written: 5x
+    faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
     accumulators; a 16-bit one adds into ``sums``, a plane of float accumulators zeroed once per
     chunk and cleared again where it was touched, so each element's sum starts from +0.0 and
