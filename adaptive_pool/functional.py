@@ -293,18 +293,21 @@ def _avg(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
-        fast = out is None and stream is None and type(skipna) is bool and _plain(x)
+        fast = (
+            out is None and stream is None and type(skipna) is bool and _plain(x)
+            and _plain_size(output_size)
+        )
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna)
             run = prepared_call(key)
-            if run is not None and _plain_size(output_size):
+            if run is not None:
                 return run(x)
         layer = layer_for(x, out)
         if layer is not None:
             return layer.run(name, x, output_size, skipna=skipna, out=out, stream=stream)
         ex = forward_executor(name, x, output_size, skipna=skipna, out=out)
         y = ex.run(x, out=out, stream=stream)
-        if fast and _plain_size(output_size):
+        if fast:
             keep_prepared(key, ex)
         return y
 
@@ -324,12 +327,12 @@ def _max(name: str) -> Callable:
     ) -> tuple[Any, Any]:
         fast = (
             out is None and indices_out is None and stream is None and type(skipna) is bool
-            and _plain(x)
+            and _plain(x) and _plain_size(output_size)
         )
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
             run = prepared_call(key)
-            if run is not None and _plain_size(output_size):
+            if run is not None:
                 return run(x)
         layer = layer_for(x, out, indices_out)
         if layer is not None:
@@ -341,7 +344,7 @@ def _max(name: str) -> Callable:
             name, x, output_size, index_dtype, skipna, out=out, indices_out=indices_out
         )
         result = ex.run(x, out=out, indices_out=indices_out, stream=stream)
-        if fast and _plain_size(output_size):
+        if fast:
             keep_prepared(key, ex)
         return result
 

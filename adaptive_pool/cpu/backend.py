@@ -430,8 +430,8 @@ class CpuBackend:
         """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
-        sparse = plane * self._sparse_chunks(planes) <= _SPARSE_SCRATCH
-        sparse = sparse and od * oh * ow <= _SPARSE_OUTPUTS
+        sparse_chunks = self._sparse_chunks(planes)
+        sparse = plane * sparse_chunks <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
         # dense planes: an element's address is its plane's plus its flat index (the strides
         # of singleton axes, which 1-D and 2-D problems have, do not matter)
         dense = all(
@@ -444,8 +444,8 @@ class CpuBackend:
             write, serial = self._runner(
                 kernels.max_pool_backward_sparse, planes * (m + plane), typed
             )
-            cch = 1 if cserial else self._sparse_chunks(planes)
-            nch = 1 if serial else self._sparse_chunks(planes)
+            cch = 1 if cserial else sparse_chunks
+            nch = 1 if serial else sparse_chunks
 
             def launch(gf, jf, if_):
                 bad = np.empty(planes, np.int64)
