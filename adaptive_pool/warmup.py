@@ -3,8 +3,7 @@
 A cold first call compiles its kernel (seconds); a warm one loads it from the cache on disk
 (a fraction of a second). This fills the cache ahead of time, one process per kernel (Numba
 keeps one cache index per kernel, so two processes must never compile the same kernel at
-once), each compiling its kernel for every requested dtype. The window-table builder, which
-every kernel's process calls, is compiled here first, before any process starts.
+once), each compiling its kernel for every requested dtype.
 
 The cache lives next to the package's sources (``__pycache__``) or in ``NUMBA_CACHE_DIR``, and
 is specific to this machine's CPU.
@@ -63,7 +62,6 @@ def warmup(
         Seconds taken, start to end.
     """
     from .cpu.warm import kernel_names  # noqa: PLC0415
-    from .windows import build_tables  # noqa: PLC0415
 
     names = kernels or kernel_names()
     unknown = sorted(set(names) - set(kernel_names()))
@@ -71,7 +69,6 @@ def warmup(
         raise ValueError(f"unknown kernels {unknown}; expected some of {kernel_names()}")
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
     t0 = time.perf_counter()
-    build_tables((2,), (1,))  # every worker builds tables: compile that once, here
     what = ", ".join(dtypes) if dtypes else "every dtype"
     print(f"warmup: {len(names)} kernels for {what}, {jobs} at a time", file=out, flush=True)
     # spawn, not fork: numba's thread pools do not survive a fork

@@ -158,6 +158,19 @@ def _fill_axis(tab, in_size, out_size, base):
         tab[h_at + i] = cover_hi(i, in_size, out_size)
 
 
+def _fill_axis_small(tab: np.ndarray, in_size: int, out_size: int, base: int) -> None:
+    """:func:`_fill_axis` for axes whose products ``(I + 1) * (O + 1)`` stay below ``2**63``
+    (every axis whose tables fit in memory), in NumPy: the helpers' quotients are then plain
+    int64 floor divisions. Compiling ``_fill_axis`` was 1.3 s of every cold first call."""
+    s_at, e_at, l_at, h_at, next_base = table_layout.py_func(in_size, out_size, base)
+    oi = np.arange(out_size + 1, dtype=np.int64) * in_size  # o * I for o = 0 .. O
+    tab[s_at:e_at] = oi[:-1] // out_size
+    tab[e_at:l_at] = -(-oi[1:] // out_size)
+    io = np.arange(in_size + 1, dtype=np.int64) * out_size  # i * O for i = 0 .. I
+    tab[l_at:h_at] = io[:-1] // in_size
+    tab[h_at:next_base] = np.minimum(-(-io[1:] // in_size), out_size)
+
+
 def build_tables(
     in_sizes: tuple[int, ...], out_sizes: tuple[int, ...], out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -179,7 +192,8 @@ def build_tables(
     tab = np.empty(n, np.int64) if out is None else out[:n]
     base = 0
     for i, o in zip(in_sizes, out_sizes):
-        _fill_axis(tab, i, o, base)
+        fill = _fill_axis_small if (i + 1) * (o + 1) < 1 << 63 else _fill_axis
+        fill(tab, i, o, base)
         base += 2 * i + 2 * o
     return tab
 

@@ -72,6 +72,16 @@ def test_table_dtypes_and_shapes():
     assert windows.table_size((4, 5), (2, 3)) == 2 * 4 + 2 * 2 + 2 * 5 + 2 * 3
 
 
+@given(in_size=st.integers(0, 3000), out_size=st.integers(1, 3000), base=st.integers(0, 5))
+def test_numpy_table_builder_matches_the_compiled_helpers(in_size, out_size, base):
+    # build_tables fills axes in NumPy; the compiled helpers serve axes too large for int64
+    n = base + windows.table_size((in_size,), (out_size,))
+    fast, exact = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    windows._fill_axis_small(fast, in_size, out_size, base)
+    windows._fill_axis(exact, in_size, out_size, base)
+    assert fast.tolist() == exact.tolist()
+
+
 def test_upsampling_windows():
     # O > I: every window has one or two cells, every input is covered, the first and last
     # cells are the edges.

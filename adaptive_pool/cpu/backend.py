@@ -12,7 +12,7 @@ import numpy as np
 from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
-from . import kernels
+from . import calls, kernels
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -58,33 +58,26 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
 _SINGLETONS = {1: (slice(None), slice(None), None, None), 2: (slice(None), slice(None), None)}
 
 
-_THREAD_COUNTS: tuple[Callable[[], int], Callable[[int], None]] | None = None
+_THREADS: Callable[[], int] | None = None
 
 
-def _thread_counts() -> tuple[Callable[[], int], Callable[[int], None]]:
-    """Numba's per-thread thread-count getter and setter (looked up on first use: that starts
-    Numba's thread pool, which ``import adaptive_pool`` must not pay for)."""
-    global _THREAD_COUNTS
-    if _THREAD_COUNTS is None:
-        _THREAD_COUNTS = _thread_count_functions()
-    return _THREAD_COUNTS
+def _threads() -> int:
+    """This thread's Numba thread count.
 
-
-def _thread_count_functions() -> tuple[Callable[[], int], Callable[[int], None]]:
-    """Numba's per-thread thread-count getter and setter.
-
-    The public ``numba.get_num_threads``/``set_num_threads`` check the pool and the argument on
-    every call, 2-5 us of a small call that uses them three times; once the pool is up their
-    C entry points do the same work. Numba versions without them get the public functions.
+    The getter is looked up on first use: that starts Numba's thread pool, which ``import
+    adaptive_pool`` must not pay for. The public ``numba.get_num_threads`` checks the pool on
+    every call (1-2 us of a small call); once the pool is up its C entry point does the same
+    work. Numba versions without it get the public function.
     """
-    numba.get_num_threads()  # starts the pool (the first kernel would anyway)
-    from numba.np.ufunc import parallel  # noqa: PLC0415
+    global _THREADS
+    if _THREADS is None:
+        numba.get_num_threads()  # starts the pool (the first kernel would anyway)
+        from numba.np.ufunc import parallel  # noqa: PLC0415
 
-    get = getattr(parallel, "_get_num_threads", None)
-    set_ = getattr(parallel, "_set_num_threads", None)
-    if callable(get) and callable(set_) and get() == numba.get_num_threads():
-        return get, set_
-    return numba.get_num_threads, numba.set_num_threads
+        get = getattr(parallel, "_get_num_threads", None)
+        ok = callable(get) and get() == numba.get_num_threads()
+        _THREADS = get if ok else numba.get_num_threads
+    return _THREADS()
 
 
 def _typed_chunk(chunk) -> Callable[..., object]:
@@ -223,40 +216,30 @@ class CpuBackend:
         call's): it then calls the chunk's compiled code without the dispatcher's typing of
         each argument (0.5-1 us of a small call).
         """
+        chunk = kernels.CHUNKS[kernel]
         if work >= _SERIAL_WORK:
-            return partial(self._launch, kernel), False
-        chunk = kernels.CHUNKS.get(kernel)
-        if chunk is None:
-            return partial(self._launch_alone, kernel), True
+            return partial(self._launch, kernel, chunk), False
         return (_typed_chunk(chunk) if typed else partial(chunk, 0)), True
 
-    def _launch(self, kernel, *args):
-        """``kernel(*args)``, a parallel region (serialised under the workqueue layer)."""
+    def _launch(self, kernel, chunk, *args):
+        """``kernel(address of chunk, *args)``, a parallel region (serialised under the
+        workqueue layer)."""
+        at = calls.address(chunk, args)
         lock = self._lock
         if lock is None:
-            return kernel(*args)
+            return kernel(at, *args)
         with lock:
-            result = kernel(*args)
+            result = kernel(at, *args)
             if not self._layer_known:
                 self._layer_known = True
                 if numba.threading_layer() != "workqueue":
                     self._lock = None
             return result
 
-    def _launch_alone(self, kernel, *args):
-        """``kernel(*args)`` with this thread's parallel regions one thread wide."""
-        get_threads, set_threads = _thread_counts()
-        threads = get_threads()
-        set_threads(1)  # this thread's setting only
-        try:
-            return self._launch(kernel, *args)
-        finally:
-            set_threads(threads)
-
     @staticmethod
     def _rows_per_item(slabs: int, rows: int) -> int:
         """Split each slab's rows into blocks so that there are work items for every thread."""
-        target = 8 * _thread_counts()[0]()
+        target = 8 * _threads()
         if slabs >= target:
             return max(rows, 1)
         blocks = min(rows, -(-target // max(slabs, 1)))
@@ -265,7 +248,7 @@ class CpuBackend:
     @staticmethod
     def _chunks(items: int, serial: bool = False) -> int:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
-        return 1 if serial else max(1, min(items, 32 * _thread_counts()[0]()))
+        return 1 if serial else max(1, min(items, 32 * _threads()))
 
     def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
         """The average forward in the contract's lane order; ``skipna`` averages the non-NaN
@@ -476,7 +459,7 @@ class CpuBackend:
     def _sparse_chunks(planes: int) -> int:
         """Chunks for the sparse max backward: each zeroes a plane of accumulators once, so
         use few (all planes cost the same, so few chunks still balance)."""
-        t = _thread_counts()[0]()
+        t = _threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
 
 

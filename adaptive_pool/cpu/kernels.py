@@ -42,12 +42,15 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
+from .calls import call
 from .lanes import run_sum, vector_runs
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
-#: does a chunk's work (``_BODY``). Numba's parfor passes (copy propagation, fusion, a second
-#: typing and lowering of the loop body as a gufunc) grow faster than the body they work on;
-#: a body of its own is typed and lowered once, and cut cold compiles by 17-34%.
+#: does a chunk's work (``_BODY``) through its address ``at`` (:mod:`~adaptive_pool.cpu.calls`).
+#: Numba's parfor passes (copy propagation, fusion, a second typing and lowering of the loop
+#: body as a gufunc) grow faster than the body they work on, and a callee called by name is
+#: linked into the gufunc and the kernel and optimised again in each: a chunk function called
+#: by address is typed, lowered and optimised once.
 _JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
 _BODY = dict(nogil=True, cache=True, error_model="numpy")
 
@@ -313,7 +316,7 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_direct(x, xg, y, yg, tab, dims, skip, nchunk):
+def avg_pool_direct(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """``y[o] = sum(x[window(o)]) / volume(o)``, window by window; a work item is one output
     row of one plane.
 
@@ -331,7 +334,7 @@ def avg_pool_direct(x, xg, y, yg, tab, dims, skip, nchunk):
     longer than its limit to :func:`avg_pool_rowwise`. ``skip``: see :func:`skips`.
     """
     for ch in prange(nchunk):
-        _avg_direct_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
+        call(_avg_direct_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
 @numba.njit(inline="always")
@@ -388,13 +391,13 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_rowwise(x, xg, y, yg, tab, dims, skip, nchunk):
+def avg_pool_rowwise(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward for long windows: each input row of the band is read once, in
     order, adding its segment to every window's lanes at the window's running position
     (16-bit rows decoded once): a streaming read where the direct loop jumps between rows.
     A window that is one row ((None, 1)) is one vectorised pass over it."""
     for ch in prange(nchunk):
-        _avg_rowwise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
+        call(_avg_rowwise_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
 @numba.njit(**_BODY)
@@ -449,13 +452,13 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_columns(x, xg, y, yg, tab, dims, skip, nchunk):
+def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward for windows one column wide (``OW == W``: (1, None) and the like):
     every column of an output row's band side by side. Element k of a window is its k-th band
     row, so band row k is added whole into row ``k % 32`` of a ``32 x W`` accumulator (one
     vectorised loop along the contiguous row) and the halving steps combine whole rows."""
     for ch in prange(nchunk):
-        _avg_columns_chunk(np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk)
+        call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
 @numba.njit(**_BODY)
@@ -526,7 +529,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
+def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     """The average forward for small windows: ``LANES`` planes side by side, so the loop
     overhead of a small window is paid once for all of them; a work item is one output row of
     ``LANES`` planes. The accumulator is ``32 x LANES`` (lane-major), each of its rows a lane
@@ -535,7 +538,9 @@ def avg_pool_lanewise(x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     store them. 16-bit planes are decoded before they are summed (:func:`_band`): whole planes
     when ``LANES`` of them fit ``band_limit`` elements, else the windows' bands."""
     for ch in prange(nchunk):
-        _avg_lanewise_chunk(np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk)
+        call(_avg_lanewise_chunk, at, (
+            np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk
+        ))
 
 
 @numba.njit(inline="always")
@@ -638,13 +643,13 @@ def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_runs(x, xg, y, yg, dims, skip, nchunk):
+def avg_pool_runs(at, x, xg, y, yg, dims, skip, nchunk):
     """The average forward when every window is one contiguous run of memory: global pooling
     of contiguous planes (``OD == OH == OW == 1``) and windows that are whole rows (``OD == D``,
     ``OH == H``, ``OW == 1``: (None, 1)), ``xw == 1``. A work item is one window: a lane-order
     sum at memory speed with no per-row bookkeeping (:func:`_run_sum`)."""
     for ch in prange(nchunk):
-        _avg_runs_chunk(np.int64(ch), x, xg, y, yg, dims, skip, nchunk)
+        call(_avg_runs_chunk, at, (np.int64(ch), x, xg, y, yg, dims, skip, nchunk))
 
 
 #: Rows the count kernel adds into its int32 column counts before it moves them into the
@@ -702,13 +707,13 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
 
 
 @numba.njit(**_JIT)
-def count_valid(x, xg, cnt, tab, dims, nchunk):
+def count_valid(at, x, xg, cnt, tab, dims, nchunk):
     """``cnt[o]``: how many elements of window ``o`` are not NaN (C order of the outputs): the
     divisors of the NaN-skipping average backward. Counts are exact integers, so any order
     serves: a work item (one output row) adds its band's rows into int32 column counts
     (vectorised), then sums each window's columns."""
     for ch in prange(nchunk):
-        _count_chunk(np.int64(ch), x, xg, cnt, tab, dims, nchunk)
+        call(_count_chunk, at, (np.int64(ch), x, xg, cnt, tab, dims, nchunk))
 
 
 @numba.njit(inline="always")
@@ -732,16 +737,15 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
                 row[k] += rowd[k]
 
 
-@numba.njit(inline="always")
-def _avg_backward_items(
-    it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip
-):
-    """Work items ``[it_lo, it_hi)`` of :func:`avg_pool_backward`."""
+@numba.njit(**_BODY)
+def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward`."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     i0, in_, ic, id_, ih_, iw_ = gig
     nblk = (H + rows_per_item - 1) // rows_per_item
+    it_lo, it_hi = _chunk(ch, nchunk, N * C * D * nblk)
     part = scratch(go, W)
     g = scratch(go, OW)
     row = scratch(go, W)
@@ -801,17 +805,8 @@ def _avg_backward_items(
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
-@numba.njit(**_BODY)
-def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
-    """Chunk ``ch`` of :func:`avg_pool_backward`, for calls on the calling thread."""
-    N, C, D, H, _, _, _, _ = dims
-    total = N * C * D * ((H + rows_per_item - 1) // rows_per_item)
-    it_lo, it_hi = _chunk(ch, nchunk, total)
-    _avg_backward_items(it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip)
-
-
 @numba.njit(**_JIT)
-def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
+def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
 
     A work item is ``rows_per_item`` input rows of one ``(n, c, d)`` slab. It first reduces the
@@ -822,19 +817,11 @@ def avg_pool_backward(go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, sk
     With :func:`skips` (``skip``), the NaN-skipping average's gradient: output o's share is
     ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`) and the inputs that
     are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
-
-    Unlike the other kernels, its loop body is inlined into the ``prange`` loop
-    (:func:`_avg_backward_items`): as a function of its own (see ``_JIT``) it compiled 10-20%
-    faster but ran 1.4x slower from the cache on 64x64 planes (16x64x64x64 -> 9x11, one thread,
-    every dtype; 2026-12-01). Small calls run :func:`_avg_backward_chunk` instead.
     """
-    N, C, D, H, _, _, _, _ = dims
-    total = N * C * D * ((H + rows_per_item - 1) // rows_per_item)
     for ch in prange(nchunk):
-        it_lo, it_hi = _chunk(ch, nchunk, total)
-        _avg_backward_items(
-            it_lo, it_hi, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip
-        )
+        call(_avg_backward_chunk, at, (
+            np.int64(ch), go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk
+        ))
 
 
 @numba.njit(inline="always")
@@ -978,7 +965,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
+def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """The average backward for small planes: ``LANES`` planes side by side.
 
     The sums of :func:`avg_pool_backward`, term for term, in buffers whose innermost axis is
@@ -997,9 +984,9 @@ def avg_pool_backward_lanes(go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchun
     ``x``). Otherwise ``x`` and ``cnt`` are not read.
     """
     for ch in prange(nchunk):
-        _avg_backward_lanes_chunk(
+        call(_avg_backward_lanes_chunk, at, (
             np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk
-        )
+        ))
 
 
 @numba.njit(inline="always")
@@ -1164,7 +1151,7 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
 
 
 @numba.njit(**_JIT)
-def max_pool(x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
+def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
     """Max over each window with its flat in-plane index; a work item is ``rpi`` output rows
     of one ``(n, c, od)``.
 
@@ -1193,7 +1180,9 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk)
     reach ``tracked``, are located by :func:`_rescan` instead.
     """
     for ch in prange(nchunk):
-        _max_chunk(np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk)
+        call(_max_chunk, at, (
+            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk
+        ))
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
@@ -1286,14 +1275,14 @@ def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
 
 
 @numba.njit(**_JIT)
-def first_bad_index(ind, ig, tab, dims, bad, nchunk):
+def first_bad_index(at, ind, ig, tab, dims, bad, nchunk):
     """The C-order position of the first index outside its window, or -1.
 
     Each output row flags its first bad ow (``bad[r]``, one per ``(n, c, od, oh)``) in
     parallel; the first flag wins.
     """
     for ch in prange(nchunk):
-        _first_bad_chunk(np.int64(ch), ind, ig, tab, dims, bad, nchunk)
+        call(_first_bad_chunk, at, (np.int64(ch), ind, ig, tab, dims, bad, nchunk))
     return _first_flagged(bad, dims[7])
 
 
@@ -1350,7 +1339,7 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
 
 
 @numba.njit(**_JIT)
-def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk):
+def max_pool_backward(at, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk):
     """Gather: ``gi[i] = sum of go[o] over covering o with ind[o] == i``, in ascending o.
 
     A work item is ``rows_per_item`` input rows of one ``(n, c, d)`` slab. It visits each output
@@ -1360,9 +1349,9 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchun
     rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
     for ch in prange(nchunk):
-        _max_backward_chunk(
+        call(_max_backward_chunk, at, (
             np.int64(ch), go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk
-        )
+        ))
 
 
 @numba.njit(inline="always")
@@ -1481,7 +1470,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
 
 
 @numba.njit(**_JIT)
-def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
+def max_pool_backward_sparse(at, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
     """The max backward a plane at a time, for ``gi`` with dense planes (an element's address
     is its plane's plus its flat index): each plane is zeroed, then only its elements that
     receive a gradient are written.
@@ -1503,15 +1492,17 @@ def max_pool_backward_sparse(go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write
     ``2**31`` elements (the backend bounds them lower).
     """
     for ch in prange(nchunk):
-        _sparse_chunk(np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk)
+        call(_sparse_chunk, at, (
+            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk
+        ))
     return _first_flagged(bad, dims[5] * dims[6] * dims[7])
 
 
 #: The chunk function of each kernel: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the
 #: calling thread, with the same result (a chunk returns its first flagged position where the
 #: kernel returns the first of all), without the parallel launch (2-3 us) or a compile of the
-#: parfor. Each kernel is a ``prange`` loop over its chunk function (inlined into the average
-#: backward's), but a final reduction of ``bad`` flags.
+#: parfor. Each kernel is a ``prange`` loop over its chunk function, but a final reduction of
+#: ``bad`` flags.
 CHUNKS = {
     avg_pool_direct: _avg_direct_chunk,
     avg_pool_rowwise: _avg_rowwise_chunk,
