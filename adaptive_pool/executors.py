@@ -297,26 +297,27 @@ class Executor:
         xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
         yg = (0, c * od * oh * ow, od * oh * ow, oh * ow, ow, 1)
         xs, ys = self.x_shape, self.y_shape
-        if st is None:
-            def flat(a):
-                return a.reshape(-1)
+        # a flat view in the storage dtype: ravel() is a view of a C-contiguous array and
+        # costs half of reshape(-1); 16-bit dtypes are reinterpreted first (float32 and
+        # float64 are their own storage: a view of those would cost as much again)
+        if st == dt:
+            flat = np.ndarray.ravel
         else:
             def flat(a):
-                return a.view(st).reshape(-1)
+                return a.view(st).ravel()
         if not self.op.backward and self.op.max:
             launch = be.prepare_max_pool(xg, yg, yg, tab, dims, self.skipna, typed=True)
             idx = self.index_dtype
 
             def max_pool(x):
                 y, i = np.empty(ys, dt), np.empty(ys, idx)
-                launch(flat(x), flat(y), i.reshape(-1))
+                launch(flat(x), flat(y), i.ravel())
                 return y, i
 
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                xg, yg, tab, dims, np.dtype(st or dt), self.skipna, typed=True,
-                **self._given_windows,
+                xg, yg, tab, dims, st, self.skipna, typed=True, **self._given_windows
             )
 
             def avg_pool(x):
@@ -330,18 +331,24 @@ class Executor:
 
             def max_pool_backward(grad_output, indices):
                 gi = np.empty(xs, dt)
-                bad = launch(flat(grad_output), indices.reshape(-1), flat(gi))
+                bad = launch(flat(grad_output), indices.ravel(), flat(gi))
                 return gi if bad < 0 else None
 
             return max_pool_backward
-        skipna = self.skipna
-        launch = be.prepare_avg_pool_backward(
-            yg, xg, tab, dims, xg if skipna else None, typed=True
-        )
+        if self.skipna:
+            launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, xg, typed=True)
+
+            def avg_pool_backward_skipna(grad_output, x):
+                gi = np.empty(xs, dt)
+                launch(flat(grad_output), flat(gi), flat(x))
+                return gi
+
+            return avg_pool_backward_skipna
+        launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, None, typed=True)
 
         def avg_pool_backward(grad_output, x):
             gi = np.empty(xs, dt)
-            launch(flat(grad_output), flat(gi), flat(x) if skipna else None)
+            launch(flat(grad_output), flat(gi), None)
             return gi
 
         return avg_pool_backward
