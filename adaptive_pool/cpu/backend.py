@@ -104,6 +104,33 @@ def _typed_chunk(chunk) -> Callable[..., object]:
     return run
 
 
+def _scratch(n: int, dtype, keep: bool) -> tuple[Callable[[], np.ndarray], Callable]:
+    """``(take, give)``: ``take()`` returns a scratch array of ``n`` elements for one call of a
+    launch, ``give(a)`` hands it back when the call is done.
+
+    Where ``keep`` (the small scratch of a launch on the calling thread, which a prepared call
+    makes again and again), arrays handed back wait on a free list for the next call instead of
+    being allocated again (an allocation is a tenth of a small call). ``list.pop`` and
+    ``append`` are atomic, so calls from several threads, or a call reentered from a signal
+    handler, each hold an array of their own.
+    """
+    if not keep:
+        return partial(np.empty, n, dtype), _drop
+    free = [np.empty(n, dtype)]
+
+    def take() -> np.ndarray:
+        try:
+            return free.pop()
+        except IndexError:  # every array is in a call: another of its own
+            return np.empty(n, dtype)
+
+    return take, free.append
+
+
+def _drop(a: np.ndarray) -> None:
+    """Hands a scratch array back to nobody."""
+
+
 class CpuBackend:
     """Runs the executors' kernels on NumPy arrays."""
 
@@ -378,12 +405,13 @@ class CpuBackend:
             return lambda gf, if_, xf: gather(gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
         count, cserial = self._runner(kernels.count_valid, work, typed)
         cch = self._chunks(n * c * od * oh, cserial)
-        cells = n * c * od * oh * ow
+        take, give = _scratch(n * c * od * oh * ow, np.int64, typed and cserial)
 
         def launch(gf, if_, xf):
-            cnt = np.empty(cells, np.int64)
+            cnt = take()
             count(xf, xg, cnt, tab, dims, cch)
             gather(gf, if_, xf, xg, cnt, kernels.SKIPNA)
+            give(cnt)
 
         return launch
 
@@ -446,14 +474,18 @@ class CpuBackend:
             )
             cch = 1 if cserial else sparse_chunks
             nch = 1 if serial else sparse_chunks
+            take, give = _scratch(planes, np.int64, typed and serial)
 
             def launch(gf, jf, if_):
-                bad = np.empty(planes, np.int64)
+                bad = take()
                 if not fresh:
                     first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, False, cch)
                     if first >= 0:
+                        give(bad)
                         return first
-                return write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+                give(bad)
+                return first
 
             return launch
         out_rows = planes * od * oh
