@@ -576,7 +576,8 @@ def remember(memo: tuple, ex: Executor) -> Executor:
 #: of NumPy calls that ran once the long way: a repeated small call costs a few microseconds
 #: instead of tens. The one-call functions keep them for plain arrays (C-contiguous, aligned,
 #: writeable) and fresh results only, so each call that takes one has arguments just like one
-#: that passed every check.
+#: that passed every check. (Cleared, never rebound: the one-call functions look calls up in it
+#: directly.)
 _PREPARED: dict[tuple, Callable[..., Any]] = {}
 
 
