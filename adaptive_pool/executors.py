@@ -305,19 +305,25 @@ class Executor:
         else:
             def flat(a):
                 return a.view(st).ravel()
+        # what every call hands its launch: flat arrays of these types (the backends'
+        # ``like``), of data and of indices
+        data = flat(np.empty(0, dt))
+        idx = np.empty(0, self.index_dtype) if self.op.max else None
         if not self.op.backward and self.op.max:
-            launch = be.prepare_max_pool(xg, yg, yg, tab, dims, self.skipna, typed=True)
-            idx = self.index_dtype
+            launch = be.prepare_max_pool(
+                xg, yg, yg, tab, dims, self.skipna, like=(data, data, idx)
+            )
+            ind = self.index_dtype
 
             def max_pool(x):
-                y, i = np.empty(ys, dt), np.empty(ys, idx)
+                y, i = np.empty(ys, dt), np.empty(ys, ind)
                 launch(flat(x), flat(y), i.ravel())
                 return y, i
 
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                xg, yg, tab, dims, st, self.skipna, typed=True, **self._given_windows
+                xg, yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
             )
 
             def avg_pool(x):
@@ -327,7 +333,9 @@ class Executor:
 
             return avg_pool
         if self.op.max:
-            launch = be.prepare_max_pool_backward(yg, yg, xg, tab, dims, True, typed=True)
+            launch = be.prepare_max_pool_backward(
+                yg, yg, xg, tab, dims, True, like=(data, idx, data)
+            )
 
             def max_pool_backward(grad_output, indices):
                 gi = np.empty(xs, dt)
@@ -336,7 +344,7 @@ class Executor:
 
             return max_pool_backward
         if self.skipna:
-            launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, xg, typed=True)
+            launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, xg, like=(data,) * 3)
 
             def avg_pool_backward_skipna(grad_output, x):
                 gi = np.empty(xs, dt)
@@ -344,7 +352,7 @@ class Executor:
                 return gi
 
             return avg_pool_backward_skipna
-        launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, None, typed=True)
+        launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, None, like=(data, data, None))
 
         def avg_pool_backward(grad_output, x):
             gi = np.empty(xs, dt)

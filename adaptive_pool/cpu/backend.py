@@ -87,21 +87,39 @@ def _thread_count_functions() -> tuple[Callable[[], int], Callable[[int], None]]
     return numba.get_num_threads, numba.set_num_threads
 
 
-def _typed_chunk(chunk) -> Callable[..., object]:
-    """``chunk(0, *args)``: the first call through the dispatcher, the next ones straight to
-    the compiled code for the first call's argument types, which they must have."""
-    entry = None
+def _bind(call, runs, like) -> Callable[..., object]:
+    """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
-    def run(*args):
-        nonlocal entry
-        if entry is not None:
-            return entry(0, *args)
-        result = chunk(0, *args)  # compiles, or loads from the cache
-        compiled = chunk.overloads.get(tuple(numba.typeof(a) for a in (0, *args)))
-        entry = chunk if compiled is None else compiled.entry_point
-        return result
+    With ``like`` (arrays of the types of every later call's arrays, in the same order: a
+    prepared call's), each run that is a chunk function on the calling thread is bound to its
+    compiled code for the argument types that ``call`` hands it, compiled (or loaded from the
+    cache) now: later calls skip the dispatcher's typing of each argument (0.5-1 us of a small
+    call). Those types are read from one call of ``call`` on ``like`` with runs that only take
+    note of their arguments (and return -1, "no bad index"), so they come from the code that
+    makes the real calls.
+    """
+    if like is None:
+        return partial(call, *runs)
+    seen: list = [None] * len(runs)
 
-    return run
+    def noting(k: int) -> Callable[..., int]:
+        def note(*args):
+            seen[k] = args
+            return -1
+
+        return note
+
+    call(*(noting(k) for k in range(len(runs))), *like)
+    bound = []
+    for run, args in zip(runs, seen):
+        if args is not None and isinstance(run, partial) and run.func in _CHUNK_FUNCTIONS:
+            sig = tuple(numba.typeof(a) for a in (*run.args, *args))
+            run = partial(run.func.compile(sig), *run.args)
+        bound.append(run)
+    return partial(call, *bound)
+
+
+_CHUNK_FUNCTIONS = frozenset(kernels.CHUNKS.values())
 
 
 def _scratch(n: int, dtype, keep: bool) -> tuple[Callable[[], np.ndarray], Callable]:
@@ -239,23 +257,21 @@ class CpuBackend:
     # :func:`flat_geometry`), the tables and the sizes and returns a launch of the flat arrays,
     # and a method that runs it once. The executors keep prepared launches for repeated calls.
 
-    def _runner(self, kernel, work: int, typed: bool = False) -> tuple[Callable[..., object], bool]:
+    def _runner(self, kernel, work: int) -> tuple[Callable[..., object], bool]:
         """``(run, serial)``: ``run(*args)`` returns ``kernel(*args)``, whose last argument is
         the chunk count, which must be 1 where ``serial``.
 
         Kernels touching fewer than :data:`_SERIAL_WORK` elements run on the calling thread
         alone, as their chunk function (:data:`~adaptive_pool.cpu.kernels.CHUNKS`) where they
-        have one: waking the pool's sleeping threads costs more than it saves. A ``typed``
-        runner is called with arguments of the types of its first call every time (a prepared
-        call's): it then calls the chunk's compiled code without the dispatcher's typing of
-        each argument (0.5-1 us of a small call).
+        have one, ``partial(chunk, 0)`` (which :func:`_bind` knows): waking the pool's sleeping
+        threads costs more than it saves.
         """
         if work >= _SERIAL_WORK:
             return partial(self._launch, kernel), False
         chunk = kernels.CHUNKS.get(kernel)
         if chunk is None:
             return partial(self._launch_alone, kernel), True
-        return (_typed_chunk(chunk) if typed else partial(chunk, 0)), True
+        return partial(chunk, 0), True
 
     def _launch(self, kernel, *args):
         """``kernel(*args)``, a parallel region (serialised under the workqueue layer)."""
@@ -304,10 +320,10 @@ class CpuBackend:
         self.prepare_avg_pool(xg, yg, tab, dims, x.dtype, skipna, sized_windows)(xf, yf)
 
     def prepare_avg_pool(
-        self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, typed=False
+        self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, like=None
     ):
-        """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``typed``: see
-        :meth:`_runner`)."""
+        """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``like``: see
+        :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
@@ -318,15 +334,24 @@ class CpuBackend:
             storage.itemsize, xg, dims, sized_windows, in_place
         )
         kernel = getattr(kernels, "avg_pool_" + order)
-        run, serial = self._runner(kernel, work, typed)
+        run, serial = self._runner(kernel, work)
         if order == "runs":
             nch = self._chunks(rows, serial)
-            return lambda xf, yf: run(xf, xg, yf, yg, dims, skip, nch)
-        if order == "lanewise":
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, dims, skip, nch)
+        elif order == "lanewise":
             nch = self._chunks(n * -(-c // kernels.LANES) * od * oh, serial)
-            return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, _DECODED_BAND, skip, nch)
-        nch = self._chunks(rows, serial)
-        return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, skip, nch)
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, tab, dims, _DECODED_BAND, skip, nch)
+        else:
+            nch = self._chunks(rows, serial)
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, tab, dims, skip, nch)
+
+        return _bind(call, (run,), like)
 
     @staticmethod
     def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
@@ -373,9 +398,9 @@ class CpuBackend:
         _, c, _, h, w, _, _, _ = dims
         return c >= kernels.LANES and h * w <= _LANES_PLANE
 
-    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, typed=False):
+    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
-        geometry of ``xf``) is given, else ``xf`` is not read.
+        geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`).
 
         8 planes side by side for small planes of many channels, else row blocks of one plane.
         NaN-skipping, windows are counted first (one int64 per output cell), except by the
@@ -385,35 +410,43 @@ class CpuBackend:
         work = n * c * d * h * w
         lanes = self._lanes(dims)
         if lanes:
-            run, serial = self._runner(kernels.avg_pool_backward_lanes, work, typed)
+            run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
 
-            def gather(gf, if_, xf, xg, cnt, skip):
+            def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows)
-            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w, typed)
+            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w)
             nch = self._chunks(slabs * -(-rows // rpi), serial)
 
-            def gather(gf, if_, xf, xg, cnt, skip):
+            def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, skip, nch)
 
         if xg is None:  # x and counts are not read
-            return lambda gf, if_, xf: gather(gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
-        if lanes and od == d:
-            return lambda gf, if_, xf: gather(gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
-        count, cserial = self._runner(kernels.count_valid, work, typed)
-        cch = self._chunks(n * c * od * oh, cserial)
-        take, give = _scratch(n * c * od * oh * ow, np.int64, typed and cserial)
 
-        def launch(gf, if_, xf):
+            def call(run, gf, if_, xf):
+                gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
+
+            return _bind(call, (run,), like)
+        if lanes and od == d:
+
+            def call(run, gf, if_, xf):
+                gather(run, gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
+
+            return _bind(call, (run,), like)
+        count, cserial = self._runner(kernels.count_valid, work)
+        cch = self._chunks(n * c * od * oh, cserial)
+        take, give = _scratch(n * c * od * oh * ow, np.int64, like is not None and cserial)
+
+        def call(count, run, gf, if_, xf):
             cnt = take()
             count(xf, xg, cnt, tab, dims, cch)
-            gather(gf, if_, xf, xg, cnt, kernels.SKIPNA)
+            gather(run, gf, if_, xf, xg, cnt, kernels.SKIPNA)
             give(cnt)
 
-        return launch
+        return _bind(call, (count, run), like)
 
     def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         xf, xg = flat_geometry(x)
@@ -421,8 +454,8 @@ class CpuBackend:
         jf, jg = flat_geometry(ind)
         self.prepare_max_pool(xg, yg, jg, tab, dims, skipna)(xf, yf, jf)
 
-    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, typed=False):
-        """:meth:`max_pool` as ``launch(xf, yf, jf)``."""
+    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None):
+        """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, _ = dims
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
@@ -432,11 +465,13 @@ class CpuBackend:
         rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
         part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
-        run, serial = self._runner(kernels.max_pool, n * c * d * h * w, typed)
+        run, serial = self._runner(kernels.max_pool, n * c * d * h * w)
         nch = self._chunks(n * c * od * -(-oh // rpi), serial)
-        return lambda xf, yf, jf: run(
-            xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch
-        )
+
+        def call(run, xf, yf, jf):
+            run(xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch)
+
+        return _bind(call, (run,), like)
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
         """Check the indices and run the max backward; return the flat position (C order of
@@ -454,8 +489,9 @@ class CpuBackend:
         if_, ig = flat_geometry(gi)
         return self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)(gf, jf, if_)
 
-    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, typed=False):
-        """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does."""
+    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, like=None):
+        """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does
+        (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
         sparse_chunks = self._sparse_chunks(planes)
@@ -468,15 +504,13 @@ class CpuBackend:
         if sparse and dense:
             lo, nn = kernels.window_bounds(tab, dims)
             m = od * oh * ow
-            check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m, typed)
-            write, serial = self._runner(
-                kernels.max_pool_backward_sparse, planes * (m + plane), typed
-            )
+            check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
+            write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
             cch = 1 if cserial else sparse_chunks
             nch = 1 if serial else sparse_chunks
-            take, give = _scratch(planes, np.int64, typed and serial)
+            take, give = _scratch(planes, np.int64, like is not None and serial)
 
-            def launch(gf, jf, if_):
+            def call(check, write, gf, jf, if_):
                 bad = take()
                 if not fresh:
                     first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, False, cch)
@@ -487,22 +521,22 @@ class CpuBackend:
                 give(bad)
                 return first
 
-            return launch
+            return _bind(call, (check, write), like)
         out_rows = planes * od * oh
-        check, cserial = self._runner(kernels.first_bad_index, out_rows * ow, typed)
+        check, cserial = self._runner(kernels.first_bad_index, out_rows * ow)
         cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.max_pool_backward, planes * plane, typed)
+        run, serial = self._runner(kernels.max_pool_backward, planes * plane)
         nch = self._chunks(slabs * -(-rows // rpi), serial)
 
-        def launch(gf, jf, if_):
+        def call(check, run, gf, jf, if_):
             first = check(jf, jg, tab, dims, np.empty(out_rows, np.int64), cch)
             if first < 0:
                 run(gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
             return first
 
-        return launch
+        return _bind(call, (check, run), like)
 
     @staticmethod
     def _sparse_chunks(planes: int) -> int:
