@@ -215,7 +215,6 @@ def _skipna_backward_block(grad_output, x, in_ranges, covers, op, in_sizes, out_
     """The NaN-skipping average's gradient over the whole input range of the covering cells
     (their counts need every element of their windows), cut down to the block: its elements
     are covered by those cells alone, so theirs are the whole problem's sums."""
-    sp = len(in_sizes)
     spans = [
         tuple(int(v) for v in windows.input_spans(c0, c1, i, o)[0])
         for (c0, c1), i, o in zip(covers, in_sizes, out_sizes)

@@ -297,26 +297,33 @@ class Executor:
         xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
         yg = (0, c * od * oh * ow, od * oh * ow, oh * ow, ow, 1)
         xs, ys = self.x_shape, self.y_shape
-        if st is None:
-            def flat(a):
-                return a.reshape(-1)
+        # a flat view in the storage dtype: ravel() is a view of a C-contiguous array and
+        # costs half of reshape(-1); 16-bit dtypes are reinterpreted first (float32 and
+        # float64 are their own storage: a view of those would cost as much again)
+        if st == dt:
+            flat = np.ndarray.ravel
         else:
             def flat(a):
-                return a.view(st).reshape(-1)
+                return a.view(st).ravel()
+        # what every call hands its launch: flat arrays of these types (the backends'
+        # ``like``), of data and of indices
+        data = flat(np.empty(0, dt))
+        idx = np.empty(0, self.index_dtype) if self.op.max else None
         if not self.op.backward and self.op.max:
-            launch = be.prepare_max_pool(xg, yg, yg, tab, dims, self.skipna, typed=True)
-            idx = self.index_dtype
+            launch = be.prepare_max_pool(
+                xg, yg, yg, tab, dims, self.skipna, like=(data, data, idx)
+            )
+            ind = self.index_dtype
 
             def max_pool(x):
-                y, i = np.empty(ys, dt), np.empty(ys, idx)
-                launch(flat(x), flat(y), i.reshape(-1))
+                y, i = np.empty(ys, dt), np.empty(ys, ind)
+                launch(flat(x), flat(y), i.ravel())
                 return y, i
 
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                xg, yg, tab, dims, np.dtype(st or dt), self.skipna, typed=True,
-                **self._given_windows,
+                xg, yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
             )
 
             def avg_pool(x):
@@ -326,22 +333,30 @@ class Executor:
 
             return avg_pool
         if self.op.max:
-            launch = be.prepare_max_pool_backward(yg, yg, xg, tab, dims, True, typed=True)
+            launch = be.prepare_max_pool_backward(
+                yg, yg, xg, tab, dims, True, like=(data, idx, data)
+            )
 
             def max_pool_backward(grad_output, indices):
                 gi = np.empty(xs, dt)
-                bad = launch(flat(grad_output), indices.reshape(-1), flat(gi))
+                bad = launch(flat(grad_output), indices.ravel(), flat(gi))
                 return gi if bad < 0 else None
 
             return max_pool_backward
-        skipna = self.skipna
-        launch = be.prepare_avg_pool_backward(
-            yg, xg, tab, dims, xg if skipna else None, typed=True
-        )
+        if self.skipna:
+            launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, xg, like=(data,) * 3)
+
+            def avg_pool_backward_skipna(grad_output, x):
+                gi = np.empty(xs, dt)
+                launch(flat(grad_output), flat(gi), flat(x))
+                return gi
+
+            return avg_pool_backward_skipna
+        launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, None, like=(data, data, None))
 
         def avg_pool_backward(grad_output, x):
             gi = np.empty(xs, dt)
-            launch(flat(grad_output), flat(gi), flat(x) if skipna else None)
+            launch(flat(grad_output), flat(gi), None)
             return gi
 
         return avg_pool_backward
@@ -569,7 +584,8 @@ def remember(memo: tuple, ex: Executor) -> Executor:
 #: of NumPy calls that ran once the long way: a repeated small call costs a few microseconds
 #: instead of tens. The one-call functions keep them for plain arrays (C-contiguous, aligned,
 #: writeable) and fresh results only, so each call that takes one has arguments just like one
-#: that passed every check.
+#: that passed every check. (Cleared, never rebound: the one-call functions look calls up in it
+#: directly.)
 _PREPARED: dict[tuple, Callable[..., Any]] = {}
 
 

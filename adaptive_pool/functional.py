@@ -25,6 +25,7 @@ from .arguments import (
 )
 from .dispatch import backend_for, layer_for
 from .executors import (
+    _PREPARED,
     OPERATORS,
     Executor,
     get_executor,
@@ -295,11 +296,11 @@ def _avg(name: str) -> Callable:
     ) -> Any:
         fast = (
             out is None and stream is None and type(skipna) is bool and _plain(x)
-            and _plain_size(output_size)
+            and (type(output_size) is int or _plain_size(output_size))
         )
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna)
-            run = prepared_call(key)
+            run = _PREPARED.get(key)  # (a key of hashable values only)
             if run is not None:
                 return run(x)
         layer = layer_for(x, out)
@@ -327,7 +328,7 @@ def _max(name: str) -> Callable:
     ) -> tuple[Any, Any]:
         fast = (
             out is None and indices_out is None and stream is None and type(skipna) is bool
-            and _plain(x) and _plain_size(output_size)
+            and _plain(x) and (type(output_size) is int or _plain_size(output_size))
         )
         if fast:
             key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
@@ -361,7 +362,7 @@ def _avg_backward(name: str) -> Callable:
         )
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
-            run = prepared_call(key)
+            run = _PREPARED.get(key)  # (a key of hashable values only)
             if run is not None:
                 return run(grad_output, x)
         layer = layer_for(grad_output, x, out)
@@ -393,7 +394,7 @@ def _max_backward(name: str) -> Callable:
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
                    indices.dtype, skipna)
-            run = prepared_call(key)
+            run = _PREPARED.get(key)  # (a key of hashable values only)
             gi = None if run is None else run(grad_output, indices)
             if gi is not None:
                 return gi  # else an index outside its window: the long way raises

@@ -60,8 +60,6 @@ def _valid(order, shape, osz, view):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("order", ORDERS)
 def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, knobs):
-    from adaptive_pool.cpu import backend  # noqa: PLC0415
-
     rng = np.random.default_rng(7)
     for shape, osz in CASES:
         if not _valid(order, shape, osz, "c"):
@@ -85,8 +83,6 @@ def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, knobs):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_every_window_size_1_to_100(dtype, knobs):
     """1-D windows of every size from 1 to 100 elements, in each order that can take them."""
-    from adaptive_pool.cpu import backend  # noqa: PLC0415
-
     for n in range(1, 101):
         x = rand((1, 9, n), dtype, seed=n)
         want = bits(ref.avg_pool_in_order(x, 1, 1))

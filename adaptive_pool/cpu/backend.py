@@ -80,21 +80,66 @@ def _threads() -> int:
     return _THREADS()
 
 
-def _typed_chunk(chunk) -> Callable[..., object]:
-    """``chunk(0, *args)``: the first call through the dispatcher, the next ones straight to
-    the compiled code for the first call's argument types, which they must have."""
-    entry = None
+def _bind(call, runs, like) -> Callable[..., object]:
+    """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
-    def run(*args):
-        nonlocal entry
-        if entry is not None:
-            return entry(0, *args)
-        result = chunk(0, *args)  # compiles, or loads from the cache
-        compiled = chunk.overloads.get(tuple(numba.typeof(a) for a in (0, *args)))
-        entry = chunk if compiled is None else compiled.entry_point
-        return result
+    With ``like`` (arrays of the types of every later call's arrays, in the same order: a
+    prepared call's), each run that is a chunk function on the calling thread is bound to its
+    compiled code for the argument types that ``call`` hands it, compiled (or loaded from the
+    cache) now: later calls skip the dispatcher's typing of each argument (0.5-1 us of a small
+    call). Those types are read from one call of ``call`` on ``like`` with runs that only take
+    note of their arguments (and return -1, "no bad index"), so they come from the code that
+    makes the real calls.
+    """
+    if like is None:
+        return partial(call, *runs)
+    seen: list = [None] * len(runs)
 
-    return run
+    def noting(k: int) -> Callable[..., int]:
+        def note(*args):
+            seen[k] = args
+            return -1
+
+        return note
+
+    call(*(noting(k) for k in range(len(runs))), *like)
+    bound = []
+    for run, args in zip(runs, seen):
+        if args is not None and isinstance(run, partial) and run.func in _CHUNK_FUNCTIONS:
+            sig = tuple(numba.typeof(a) for a in (*run.args, *args))
+            run = partial(run.func.compile(sig), *run.args)
+        bound.append(run)
+    return partial(call, *bound)
+
+
+_CHUNK_FUNCTIONS = frozenset(kernels.CHUNKS.values())
+
+
+def _scratch(n: int, dtype, keep: bool) -> tuple[Callable[[], np.ndarray], Callable]:
+    """``(take, give)``: ``take()`` returns a scratch array of ``n`` elements for one call of a
+    launch, ``give(a)`` hands it back when the call is done.
+
+    Where ``keep`` (the small scratch of a launch on the calling thread, which a prepared call
+    makes again and again), arrays handed back wait on a free list for the next call instead of
+    being allocated again (an allocation is a tenth of a small call). ``list.pop`` and
+    ``append`` are atomic, so calls from several threads, or a call reentered from a signal
+    handler, each hold an array of their own.
+    """
+    if not keep:
+        return partial(np.empty, n, dtype), _drop
+    free = [np.empty(n, dtype)]
+
+    def take() -> np.ndarray:
+        try:
+            return free.pop()
+        except IndexError:  # every array is in a call: another of its own
+            return np.empty(n, dtype)
+
+    return take, free.append
+
+
+def _drop(a: np.ndarray) -> None:
+    """Hands a scratch array back to nobody."""
 
 
 class CpuBackend:
@@ -205,21 +250,20 @@ class CpuBackend:
     # :func:`flat_geometry`), the tables and the sizes and returns a launch of the flat arrays,
     # and a method that runs it once. The executors keep prepared launches for repeated calls.
 
-    def _runner(self, kernel, work: int, typed: bool = False) -> tuple[Callable[..., object], bool]:
-        """``(run, serial)``: ``run(*args)`` returns ``kernel(*args)``, whose last argument is
-        the chunk count, which must be 1 where ``serial``.
+    def _runner(self, kernel, work: int) -> tuple[Callable[..., object], bool]:
+        """``(run, serial)``: ``run(*args)`` returns ``kernel(at, *args)`` (``at``: the address
+        of its chunk function), whose last argument is the chunk count, which must be 1 where
+        ``serial``.
 
         Kernels touching fewer than :data:`_SERIAL_WORK` elements run on the calling thread
-        alone, as their chunk function (:data:`~adaptive_pool.cpu.kernels.CHUNKS`) where they
-        have one: waking the pool's sleeping threads costs more than it saves. A ``typed``
-        runner is called with arguments of the types of its first call every time (a prepared
-        call's): it then calls the chunk's compiled code without the dispatcher's typing of
-        each argument (0.5-1 us of a small call).
+        alone, as their chunk function (:data:`~adaptive_pool.cpu.kernels.CHUNKS`),
+        ``partial(chunk, 0)`` (which :func:`_bind` knows): waking the pool's sleeping threads
+        costs more than it saves.
         """
         chunk = kernels.CHUNKS[kernel]
         if work >= _SERIAL_WORK:
             return partial(self._launch, kernel, chunk), False
-        return (_typed_chunk(chunk) if typed else partial(chunk, 0)), True
+        return partial(chunk, 0), True
 
     def _launch(self, kernel, chunk, *args):
         """``kernel(address of chunk, *args)``, a parallel region (serialised under the
@@ -260,10 +304,10 @@ class CpuBackend:
         self.prepare_avg_pool(xg, yg, tab, dims, x.dtype, skipna, sized_windows)(xf, yf)
 
     def prepare_avg_pool(
-        self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, typed=False
+        self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, like=None
     ):
-        """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``typed``: see
-        :meth:`_runner`)."""
+        """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``like``: see
+        :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = n * c * d * h * w
@@ -274,15 +318,24 @@ class CpuBackend:
             storage.itemsize, xg, dims, sized_windows, in_place
         )
         kernel = getattr(kernels, "avg_pool_" + order)
-        run, serial = self._runner(kernel, work, typed)
+        run, serial = self._runner(kernel, work)
         if order == "runs":
             nch = self._chunks(rows, serial)
-            return lambda xf, yf: run(xf, xg, yf, yg, dims, skip, nch)
-        if order == "lanewise":
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, dims, skip, nch)
+        elif order == "lanewise":
             nch = self._chunks(n * -(-c // kernels.LANES) * od * oh, serial)
-            return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, _DECODED_BAND, skip, nch)
-        nch = self._chunks(rows, serial)
-        return lambda xf, yf: run(xf, xg, yf, yg, tab, dims, skip, nch)
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, tab, dims, _DECODED_BAND, skip, nch)
+        else:
+            nch = self._chunks(rows, serial)
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, tab, dims, skip, nch)
+
+        return _bind(call, (run,), like)
 
     @staticmethod
     def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
@@ -324,14 +377,20 @@ class CpuBackend:
         self.prepare_avg_pool_backward(gg, ig, tab, dims, xg)(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims) -> bool:
-        """Whether the average backward takes the 8-planes kernel."""
-        _, c, _, h, w, _, _, _ = dims
+    def _lanes(dims, skipna: bool = False) -> bool:
+        """Whether the average backward takes the 8-planes kernel: small planes of many
+        channels, and NaN-skipping, tiny problems of windows one d deep whatever their
+        channels (see :data:`_LANES_COUNTING`)."""
+        n, c, d, h, w, od, _, _ = dims
+        if skipna and od == d and n * -(-c // kernels.LANES) * kernels.LANES * d * h * w <= (
+            _LANES_COUNTING
+        ):
+            return True
         return c >= kernels.LANES and h * w <= _LANES_PLANE
 
-    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, typed=False):
+    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
-        geometry of ``xf``) is given, else ``xf`` is not read.
+        geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`).
 
         8 planes side by side for small planes of many channels, else row blocks of one plane.
         NaN-skipping, windows are counted first (one int64 per output cell), except by the
@@ -339,36 +398,45 @@ class CpuBackend:
         """
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
-        lanes = self._lanes(dims)
+        lanes = self._lanes(dims, xg is not None)
         if lanes:
-            run, serial = self._runner(kernels.avg_pool_backward_lanes, work, typed)
+            run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
 
-            def gather(gf, if_, xf, xg, cnt, skip):
+            def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows)
-            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w, typed)
+            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w)
             nch = self._chunks(slabs * -(-rows // rpi), serial)
 
-            def gather(gf, if_, xf, xg, cnt, skip):
+            def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, skip, nch)
 
         if xg is None:  # x and counts are not read
-            return lambda gf, if_, xf: gather(gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
+
+            def call(run, gf, if_, xf):
+                gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
+
+            return _bind(call, (run,), like)
         if lanes and od == d:
-            return lambda gf, if_, xf: gather(gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
-        count, cserial = self._runner(kernels.count_valid, work, typed)
+
+            def call(run, gf, if_, xf):
+                gather(run, gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
+
+            return _bind(call, (run,), like)
+        count, cserial = self._runner(kernels.count_valid, work)
         cch = self._chunks(n * c * od * oh, cserial)
-        cells = n * c * od * oh * ow
+        take, give = _scratch(n * c * od * oh * ow, np.int64, like is not None and cserial)
 
-        def launch(gf, if_, xf):
-            cnt = np.empty(cells, np.int64)
+        def call(count, run, gf, if_, xf):
+            cnt = take()
             count(xf, xg, cnt, tab, dims, cch)
-            gather(gf, if_, xf, xg, cnt, kernels.SKIPNA)
+            gather(run, gf, if_, xf, xg, cnt, kernels.SKIPNA)
+            give(cnt)
 
-        return launch
+        return _bind(call, (count, run), like)
 
     def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         xf, xg = flat_geometry(x)
@@ -376,8 +444,8 @@ class CpuBackend:
         jf, jg = flat_geometry(ind)
         self.prepare_max_pool(xg, yg, jg, tab, dims, skipna)(xf, yf, jf)
 
-    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, typed=False):
-        """:meth:`max_pool` as ``launch(xf, yf, jf)``."""
+    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None):
+        """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, _ = dims
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
@@ -387,11 +455,13 @@ class CpuBackend:
         rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
         part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
-        run, serial = self._runner(kernels.max_pool, n * c * d * h * w, typed)
+        run, serial = self._runner(kernels.max_pool, n * c * d * h * w)
         nch = self._chunks(n * c * od * -(-oh // rpi), serial)
-        return lambda xf, yf, jf: run(
-            xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch
-        )
+
+        def call(run, xf, yf, jf):
+            run(xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch)
+
+        return _bind(call, (run,), like)
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
         """Check the indices and run the max backward; return the flat position (C order of
@@ -409,8 +479,9 @@ class CpuBackend:
         if_, ig = flat_geometry(gi)
         return self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)(gf, jf, if_)
 
-    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, typed=False):
-        """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does."""
+    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, like=None):
+        """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does
+        (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
         sparse_chunks = self._sparse_chunks(planes)
@@ -423,37 +494,39 @@ class CpuBackend:
         if sparse and dense:
             lo, nn = kernels.window_bounds(tab, dims)
             m = od * oh * ow
-            check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m, typed)
-            write, serial = self._runner(
-                kernels.max_pool_backward_sparse, planes * (m + plane), typed
-            )
+            check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
+            write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
             cch = 1 if cserial else sparse_chunks
             nch = 1 if serial else sparse_chunks
+            take, give = _scratch(planes, np.int64, like is not None and serial)
 
-            def launch(gf, jf, if_):
-                bad = np.empty(planes, np.int64)
+            def call(check, write, gf, jf, if_):
+                bad = take()
                 if not fresh:
                     first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, False, cch)
                     if first >= 0:
+                        give(bad)
                         return first
-                return write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+                give(bad)
+                return first
 
-            return launch
+            return _bind(call, (check, write), like)
         out_rows = planes * od * oh
-        check, cserial = self._runner(kernels.first_bad_index, out_rows * ow, typed)
+        check, cserial = self._runner(kernels.first_bad_index, out_rows * ow)
         cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.max_pool_backward, planes * plane, typed)
+        run, serial = self._runner(kernels.max_pool_backward, planes * plane)
         nch = self._chunks(slabs * -(-rows // rpi), serial)
 
-        def launch(gf, jf, if_):
+        def call(check, run, gf, jf, if_):
             first = check(jf, jg, tab, dims, np.empty(out_rows, np.int64), cch)
             if first < 0:
                 run(gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
             return first
 
-        return launch
+        return _bind(call, (check, run), like)
 
     @staticmethod
     def _sparse_chunks(planes: int) -> int:
@@ -496,6 +569,13 @@ _DECODED_BAND = 1 << 16
 #: 1.4-2x on 7x7 and 14x14 planes, 1.1-1.7x on 28x28 and 32x32, but from 1.3x faster to 2.3x
 #: slower on 56x56, 64x64 and 112x112.
 _LANES_PLANE = 1024
+
+#: NaN-skipping average backward problems of windows one d deep (every 1-D and 2-D one) whose
+#: 8-planes blocks hold at most this many elements take the 8-planes kernel even with fewer
+#: than 8 channels (lanes left idle compute a copy of the last plane): it counts each window's
+#: numbers itself, where the other kernel needs a counting pass first, a second call. Per call,
+#: 0.2-0.55 us less on 4x4 and 6x6 planes of one channel, 0.1 us more on 8x8 (2026-12-01).
+_LANES_COUNTING = 256
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).
