@@ -140,6 +140,20 @@ def test_skipna_bitwise_equal_to_numpy_for_every_chunking(name, data, holes):
         _same(fn(dg, dx, skipna=True).compute(), fn(g, x, skipna=True))
 
 
+@pytest.mark.parametrize("channels", [1, 8])
+def test_skipna_backward_blocks_with_as_many_outputs_as_inputs(channels):
+    """A block of the NaN-skipping average's gradient may have as many covering outputs as
+    inputs along d while its windows are deeper (they keep their global extent): its counts
+    must not be taken as those of windows one d deep."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, channels, 2, 3, 3)).astype(np.float32)
+    x[0, 0, 1, 0, 0] = np.nan
+    g = rng.standard_normal((1, channels, 3, 2, 2)).astype(np.float32)
+    dx = da.from_array(x, chunks=(1, channels, 1, 3, 3))
+    got = ap.adaptive_avg_pool3d_backward(da.from_array(g), dx, skipna=True).compute()
+    _same(got, ap.adaptive_avg_pool3d_backward(g, x, skipna=True))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_windows_cut_by_one_element_chunks(dtype):
     """Every spatial chunk one element: each window spans many tasks' chunks."""
