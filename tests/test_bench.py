@@ -118,6 +118,20 @@ def test_check_compares_summaries():
                          data.summarize([y + 1], "float32"))[0] == "MISMATCH"
 
 
+def test_float64_referees_results_that_differ():
+    s = suite.parse_shape("2x3x9x10:4x3")
+    av = suite.Case("avg2d", "float16", "cpu", s)
+    exact = np.random.default_rng(0).standard_normal((2, 3, 4, 3))
+    ref = data.summarize([exact], "float64")
+    near = data.summarize([exact.astype(np.float16)], "float16")
+    off = data.summarize([(exact * 1.01).astype(np.float16)], "float16")
+    assert check.compare(av, near, off)[0] == "MISMATCH"
+    status, detail = check.referee(av, near, off, ref)
+    assert status == "ours exact" and "PyTorch's" in detail
+    assert check.referee(av, off, near, ref)[0] == "MISMATCH"  # ours is the one off
+    assert check.referee(av, off, off, ref)[0] == "MISMATCH"
+
+
 def _result(op, dtype, ours, theirs, text="2x3x9x10:4x3"):
     s = suite.parse_shape(text)
     return Result(suite.Case(op, dtype, "cpu", s), ours_samples=ours, torch_samples=theirs,

@@ -4,7 +4,8 @@ Both workers computed on bit-identical inputs. Max forwards must agree exactly (
 indices: both libraries keep the first maximum of a window). Averages and backwards may differ
 in the last bits, because the libraries sum in different orders and PyTorch may round partial
 sums of 16-bit types; they must agree to a few units of the dtype's precision at a fixed sample
-of positions.
+of positions. Where they do not, the case computed in float64 from the same inputs referees
+(:func:`referee`): a result within the tolerance of it is right.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from .suite import Case
 
-__all__ = ["compare", "TOLERANCE"]
+__all__ = ["compare", "referee", "TOLERANCE"]
 
 # relative to the largest magnitude in the sample: a few units in the last place
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 4e-3, "bfloat16": 3.2e-2}
@@ -42,6 +43,13 @@ def compare(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[s
         which = ["values", "indices"]
         bad = [which[k] for k, (x, y) in enumerate(zip(a, b)) if x["sha256"] != y["sha256"]]
         return "MISMATCH", f"max forward {' and '.join(bad)} differ"
+    worst = _difference(a, b)
+    detail = f"max relative difference {worst:.2g} in the sample"
+    return ("close" if worst <= TOLERANCE[case.dtype] else "MISMATCH"), detail
+
+
+def _difference(a: list[dict], b: list[dict]) -> float:
+    """The largest difference of the value arrays' samples, relative to ``b``'s magnitude."""
     worst = 0.0
     for x, y in zip(a, b):
         if x["index"]:
@@ -49,5 +57,17 @@ def compare(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[s
         scale = max((abs(v) for v in y["sample"]), default=0.0) or 1.0
         err = max((abs(u - v) for u, v in zip(x["sample"], y["sample"])), default=0.0) / scale
         worst = max(worst, err)
-    detail = f"max relative difference {worst:.2g} in the sample"
-    return ("close" if worst <= TOLERANCE[case.dtype] else "MISMATCH"), detail
+    return worst
+
+
+def referee(case: Case, ours: dict, theirs: dict, reference: dict) -> tuple[str, str]:
+    """``("ours exact" | "MISMATCH", detail)`` for two summaries that :func:`compare` found
+    apart, against ``reference``, the case's float64 result on the same inputs: "ours exact"
+    where ours is within the tolerance of it and PyTorch's is not (PyTorch rounds partial sums
+    of 16-bit types, for one)."""
+    e_ours = _difference(ours["arrays"], reference["arrays"])
+    e_theirs = _difference(theirs["arrays"], reference["arrays"])
+    detail = (f"relative difference from float64: ours {e_ours:.2g}, PyTorch's {e_theirs:.2g} "
+              f"(tolerance {TOLERANCE[case.dtype]:.2g})")
+    ok = e_ours <= TOLERANCE[case.dtype] < e_theirs
+    return ("ours exact" if ok else "MISMATCH"), detail

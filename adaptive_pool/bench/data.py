@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STORAGE", "make_array", "bf16_bits", "summarize", "SAMPLE_SIZE"]
+__all__ = ["STORAGE", "make_array", "bf16_bits", "values", "summarize", "SAMPLE_SIZE"]
 
 # How each benchmark dtype travels between NumPy and the libraries: bfloat16 as uint16 bits.
 STORAGE = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
@@ -44,7 +44,7 @@ def make_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> 
     return v.astype(STORAGE[dtype])
 
 
-def _values(storage: np.ndarray, dtype: str) -> np.ndarray:
+def values(storage: np.ndarray, dtype: str) -> np.ndarray:
     """Storage -> float64 values (bfloat16 bits widened exactly)."""
     if dtype == "bfloat16":
         return (storage.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
@@ -78,7 +78,7 @@ def summarize(arrays: list[np.ndarray], dtype: str, index_arrays: int = 0) -> di
         pos = (np.random.default_rng(k).integers(0, flat.size, min(SAMPLE_SIZE, flat.size))
                if flat.size else np.zeros(0, np.int64))
         vals = flat[pos]
-        sample = [int(v) for v in vals] if is_index else [float(v) for v in _values(vals, dtype)]
+        sample = [int(v) for v in vals] if is_index else [float(v) for v in values(vals, dtype)]
         out.append({"shape": list(a.shape), "index": is_index,
                     "sha256": hashlib.sha256(a.tobytes()).hexdigest(), "sample": sample})
     return {"arrays": out}

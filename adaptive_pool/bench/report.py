@@ -145,11 +145,13 @@ def render(results: list[Result], copy_bw: dict[str, dict], with_torch: bool,
     if with_torch and _timed(results):
         out += [""] + _geomeans(results) + [""] + _slower(results)
         bad = [r for r in results if r.check == "MISMATCH"]
+        exact = [r for r in results if r.check == "ours exact"]
         n = sum(1 for r in results if r.check)
         bits = sum(1 for r in results if r.check == "bitwise")
         out.append(f"results cross-checked in {n} cases: {bits} bitwise equal, "
-                   f"{n - bits - len(bad)} within tolerance, {len(bad)} mismatches")
-        out += [f"  MISMATCH {r.case.label}: {r.check_detail}" for r in bad]
+                   f"{n - bits - len(bad) - len(exact)} within tolerance, {len(exact)} where "
+                   f"only ours is within it of float64, {len(bad)} mismatches")
+        out += [f"  {r.check} {r.case.label}: {r.check_detail}" for r in exact + bad]
         unsupported = [r for r in results if r.torch_error]
         if unsupported:
             out.append(f"PyTorch failed in {len(unsupported)} cases (ours timed alone), e.g. "

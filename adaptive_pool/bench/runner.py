@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .check import compare
+from .check import compare, referee
 from .suite import Case, case_seed
 
 __all__ = ["Worker", "Workers", "WorkerError", "Result", "Settings", "run_cases", "quartiles"]
@@ -177,6 +177,12 @@ def run_case(ours: Worker, theirs: Optional[Worker], case: Case, s: Settings) ->
         else:
             r.torch_loops = pt["loops"]
             r.check, r.check_detail = compare(case, po["summary"], pt["summary"])
+            if r.check == "MISMATCH" and not (case.spec.kind == "max" and not case.spec.backward):
+                ref = _guard(theirs, lambda: theirs.request(
+                    "reference", case=case.to_json(), seed=case_seed(s.seed, case)))
+                if "error" not in ref:
+                    r.check, r.check_detail = referee(
+                        case, po["summary"], pt["summary"], ref["summary"])
     active = [(ours, r.ours_samples)]
     if theirs is not None and not r.torch_error:
         active.append((theirs, r.torch_samples))

@@ -19,6 +19,8 @@ The first line the worker writes is ``{"ready": ...}``. Requests, by ``"cmd"``:
   calibrate the calls per sample (``loops``) so that a sample lasts ``min_sample_s``.
 * ``time`` (``samples``): one untimed call, then that many samples of the prepared case, each
   the mean time of ``loops`` calls (seconds); the garbage collector is off meanwhile.
+* ``reference`` (``case``, ``seed``): the case's ``summary`` computed in float64 from the same
+  inputs, widened exactly: the referee where the two results differ beyond the tolerance.
 * ``release``; ``exit``.
 
 Any failure answers ``{"error": "..."}`` and the worker goes on.
@@ -134,6 +136,23 @@ class Server:
         self.loops = calibrate(fn, side.sync, req["min_sample_s"])
         return {"loops": self.loops, "first_call_s": first, "summary": summary}
 
+    def reference(self, req: dict) -> dict:
+        case = self.suite.Case.from_json(req["case"])
+        spec = case.spec
+        side = self._side(case.backend)
+        rng = np.random.default_rng(req["seed"])  # the draws of prepare, in its order
+
+        def wide(shape):
+            return self.data.values(self.data.make_array(rng, shape, case.dtype), case.dtype)
+
+        x = side.put(wide(case.shape.x), "float64")
+        go = side.put(wide(case.shape.y), "float64") if spec.backward else None
+        fn, arrays = side.build(spec.kind, spec.rank, spec.backward, x, go, case.shape.out,
+                                case.index_dtype)
+        out = [side.host(a) for a in arrays(fn())]
+        n_index = 1 if spec.kind == "max" and not spec.backward else 0
+        return {"summary": self.data.summarize(out, "float64", n_index)}
+
     def time(self, req: dict) -> dict:
         if self.fn is None:
             raise RuntimeError("no prepared case")
@@ -183,7 +202,8 @@ def main(argv: list[str]) -> int:
     send({"ready": True, "side": which, "pid": os.getpid()})
     handlers = {"info": server.info, "cuda_available": server.cuda_available,
                 "copy_bandwidth": server.copy_bandwidth, "prepare": server.prepare,
-                "time": server.time, "release": server.release}
+                "time": server.time, "release": server.release,
+                "reference": server.reference}
     for line in sys.stdin:
         req = json.loads(line)
         if req["cmd"] == "exit":
