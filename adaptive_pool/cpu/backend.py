@@ -398,11 +398,10 @@ class CpuBackend:
         """
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
-        # windows one d deep, which the 8-planes kernel counts itself: a Dask block's tables
-        # may have od == d with deeper windows (they keep their global extent)
-        sd, ed = windows.axes_layout.py_func(dims)[:2]
-        one_deep = od == d and bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
-        lanes = self._lanes(dims, xg is not None and one_deep)
+        # NaN-skipping over windows one d deep, which the 8-planes kernel counts itself (a Dask
+        # block's tables may have od == d with deeper windows: they keep their global extent)
+        counting = xg is not None and od == d and _one_deep(tab, dims)
+        lanes = self._lanes(dims, counting)
         if lanes:
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
@@ -424,7 +423,7 @@ class CpuBackend:
                 gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
 
             return _bind(call, (run,), like)
-        if lanes and one_deep:
+        if lanes and counting:
 
             def call(run, gf, if_, xf):
                 gather(run, gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
@@ -538,6 +537,13 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _one_deep(tab: np.ndarray, dims) -> bool:
+    """Whether every window of the d axis in ``tab`` is one element deep."""
+    sd, ed = windows.axes_layout.py_func(dims)[:2]
+    od = dims[5]
+    return bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
 
 
 def _longest(i: int, o: int) -> int:
