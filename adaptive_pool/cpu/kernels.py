@@ -1354,17 +1354,17 @@ def max_pool_backward(at, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, n
 
 
 @numba.njit(inline="always")
-def _check_plane(src, b, m, plane, W, H, lo, nn, keys):
+def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
     """``keys[q]``: index ``src[b + q]`` clamped into the plane, for the ``m`` outputs of one
     plane; returns the first ``q`` whose index is outside its window (``lo``/``nn``: each
     output's window start and length per axis), or -1.
 
-    One loop over the plane in int32, dividing through float64 reciprocals, which are exact
-    for ``0 <= k < 2**31`` (``(k + 0.5) / W`` stays more than ``0.5 / W`` from an integer, and
-    its rounding error is far smaller): it vectorises, where the same check output by output,
-    between the gradient additions, took 13 cycles an index.
+    One loop over the plane in int32, dividing through the float64 reciprocals ``rw = 1 / W``
+    and ``rh = 1 / H``, which are exact for ``0 <= k < 2**31`` (``(k + 0.5) / W`` stays more
+    than ``0.5 / W`` from an integer, and its rounding error is far smaller): it vectorises,
+    where the same check output by output, between the gradient additions, took 13 cycles an
+    index.
     """
-    rw, rh = 1.0 / W, 1.0 / H
     W32, H32 = np.int32(W), np.int32(H)
     zero, top = np.int32(0), np.int32(plane - 1)  # int32 bounds keep int32 indices int32
     first = np.int32(m)
@@ -1384,6 +1384,14 @@ def _check_plane(src, b, m, plane, W, H, lo, nn, keys):
         keys[q] = kk
         first = min(first, np.int32(m) if ok else np.int32(q))
     return -1 if first == m else np.int64(first)
+
+
+@numba.njit(inline="always")
+def _one_run(sd, sh, sw, D, H, W):
+    """Whether a ``(D, H, W)`` block with these strides is one unit-stride run. The strides of
+    axes of one element do not matter: 1-D and 2-D problems have them (a per-row copy and two
+    divisions a plane took 40% of the sparse max backward on 64x512x49 -> 1)."""
+    return (W == 1 or sw == 1) and (H == 1 or sh == W) and (D == 1 or sd == H * W)
 
 
 @numba.njit(**_BODY)
@@ -1416,9 +1424,9 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
     i0, in_, ic, _, _, _ = gig
     m = OD * OH * OW
     plane = D * H * W
-    dense = jw == 1 and jh == OW and jd == OH * OW  # a plane's indices are one run
+    dense = _one_run(jd, jh, jw, OD, OH, OW)  # a plane's indices are one run
     # a plane's gradients are decoded as one run or row by row (one call site: compile time)
-    g_rows, g_len = (1, m) if gw == 1 and gh == OW and gd == OH * OW else (OD * OH, OW)
+    g_rows, g_len = (1, m) if _one_run(gd, gh, gw, OD, OH, OW) else (OD * OH, OW)
     p_lo, p_hi = _chunk(ch, nchunk, bad.size)
     keys = np.empty(m, np.int32)
     run = np.empty(0 if dense else m, ind.dtype)
@@ -1427,9 +1435,13 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
     for k in range(sums.size):
         sums[k] = 0
     found = np.int64(-1)
+    rw, rh = 1.0 / W, 1.0 / H
+    n = p_lo // C
+    c = p_lo - n * C - 1
     for p in range(p_lo, p_hi):
-        n = p // C
-        c = p - n * C
+        c += 1  # (n, c) of plane p, without a division a plane
+        if c == C:
+            c, n = 0, n + 1
         ib = i0 + n * in_ + c * ic
         jb = j0 + n * jn + c * jc
         src, sb = ind, jb
@@ -1439,7 +1451,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
                 for ow in range(OW):
                     run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
             src, sb = run, 0
-        first = _check_plane(src, sb, m, plane, W, H, lo, nn, keys)
+        first = _check_plane(src, sb, m, plane, W, H, rw, rh, lo, nn, keys)
         bad[p] = first
         if first >= 0 and found < 0:
             found = p * m + first
