@@ -141,13 +141,18 @@ def test_threads_share_prepared_calls():
         for _ in range(200):
             got[k] = ap.adaptive_avg_pool2d(xs[k], 4)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    _in_threads(work, len(xs))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(bits(a), bits(b))
+
+
+def _in_threads(work, n):
+    """``work(k)`` for ``k < n``, each on a thread of its own, all at once."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(bits(a), bits(b))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
@@ -216,11 +221,7 @@ def test_threads_each_take_their_own_scratch():
             if any(not np.array_equal(bits(a), bits(b)) for a, b in zip(got[k], want[k])):
                 return
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(work, len(xs))
     for a, b in zip(got, want):
         for u, v in zip(a, b):
             np.testing.assert_array_equal(bits(u), bits(v))
