@@ -157,6 +157,19 @@ def _in_threads(work, n):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("rank, shape, size", CASES)
+def test_repeated_parallel_calls_match_the_first(rank, shape, size, dtype, knobs):
+    """Prepared calls of parallel kernels (knobs: every kernel parallel) pass the chunk
+    functions' addresses they bound once: the first call's bits."""
+    x = rand(shape, dtype, seed=9)
+    x.reshape(-1)[::5] = np.nan
+    for skipna in (False, True):
+        first, again = (_all_results(rank, x, size, skipna) for _ in range(2))
+        for a, b in zip(first, again):
+            np.testing.assert_array_equal(bits(a), bits(b))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("rank, shape, size", CASES)
 def test_one_chunk_on_the_calling_thread_gives_the_parallel_kernels_bits(
     rank, shape, size, dtype, knobs
 ):

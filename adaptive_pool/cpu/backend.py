@@ -84,12 +84,13 @@ def _bind(call, runs, like) -> Callable[..., object]:
     """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
     With ``like`` (arrays of the types of every later call's arrays, in the same order: a
-    prepared call's), each run that is a chunk function on the calling thread is bound to its
-    compiled code for the argument types that ``call`` hands it, compiled (or loaded from the
-    cache) now: later calls skip the dispatcher's typing of each argument (0.5-1 us of a small
-    call). Those types are read from one call of ``call`` on ``like`` with runs that only take
-    note of their arguments (and return -1, "no bad index"), so they come from the code that
-    makes the real calls.
+    prepared call's), each run is bound to the compiled code of its chunk function for the
+    argument types that ``call`` hands it, compiled (or loaded from the cache) now: a run on
+    the calling thread calls it straight, skipping the dispatcher's typing of each argument
+    (0.5-1 us of a small call), and a parallel one passes its address without looking it up
+    (:meth:`CpuBackend._launch`). Those types are read from one call of ``call`` on ``like``
+    with runs that only take note of their arguments (and return -1, "no bad index"), so they
+    come from the code that makes the real calls.
     """
     if like is None:
         return partial(call, *runs)
@@ -105,9 +106,11 @@ def _bind(call, runs, like) -> Callable[..., object]:
     call(*(noting(k) for k in range(len(runs))), *like)
     bound = []
     for run, args in zip(runs, seen):
-        if args is not None and isinstance(run, partial) and run.func in _CHUNK_FUNCTIONS:
-            sig = tuple(numba.typeof(a) for a in (*run.args, *args))
-            run = partial(run.func.compile(sig), *run.args)
+        if args is not None and run.func in _CHUNK_FUNCTIONS:  # partial(chunk, 0)
+            run = partial(calls.compiled(run.func, args).entry_point, 0)
+        elif args is not None:  # partial(backend._launch, kernel, chunk)
+            kernel, chunk = run.args
+            run = partial(run.func.__self__._parallel, kernel, calls.address(chunk, args))
         bound.append(run)
     return partial(call, *bound)
 
@@ -257,8 +260,8 @@ class CpuBackend:
 
         Kernels touching fewer than :data:`_SERIAL_WORK` elements run on the calling thread
         alone, as their chunk function (:data:`~adaptive_pool.cpu.kernels.CHUNKS`),
-        ``partial(chunk, 0)`` (which :func:`_bind` knows): waking the pool's sleeping threads
-        costs more than it saves.
+        ``partial(chunk, 0)``: waking the pool's sleeping threads costs more than it saves.
+        Others are ``partial(self._launch, kernel, chunk)``. :func:`_bind` knows both forms.
         """
         chunk = kernels.CHUNKS[kernel]
         if work >= _SERIAL_WORK:
@@ -266,9 +269,11 @@ class CpuBackend:
         return partial(chunk, 0), True
 
     def _launch(self, kernel, chunk, *args):
-        """``kernel(address of chunk, *args)``, a parallel region (serialised under the
-        workqueue layer)."""
-        at = calls.address(chunk, args)
+        """``kernel(address of chunk, *args)``, a parallel region."""
+        return self._parallel(kernel, calls.address(chunk, args), *args)
+
+    def _parallel(self, kernel, at, *args):
+        """``kernel(at, *args)``, serialised under the workqueue threading layer."""
         lock = self._lock
         if lock is None:
             return kernel(at, *args)

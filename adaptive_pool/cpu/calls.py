@@ -25,7 +25,7 @@ try:  # the key Numba's dispatcher caches argument types under: exact and about 
 except ImportError:  # pragma: no cover - other Numba versions
     _fingerprint = numba.typeof
 
-__all__ = ["call", "address"]
+__all__ = ["call", "compiled", "address"]
 
 
 @intrinsic
@@ -54,17 +54,23 @@ def call(typingctx, chunk, at, args):
 _ADDRESSES: dict[tuple, int] = {}
 
 
+def compiled(chunk, args: tuple):
+    """``chunk``'s compile result for ``(int64, *args)`` (a chunk index, then a kernel's
+    arguments), compiled or loaded from Numba's cache now if it has none yet."""
+    sig = (types.int64, *map(numba.typeof, args))
+    result = chunk.overloads.get(sig)
+    if result is None:
+        chunk.compile(sig)
+        result = chunk.overloads[sig]
+    return result
+
+
 def address(chunk, args: tuple) -> int:
-    """The address of ``chunk``'s compiled code for ``(int64, *args)`` (a chunk index, then a
-    kernel's arguments), compiled or loaded from Numba's cache on first use."""
+    """The address of :func:`compiled`'s native code, which :func:`call` takes."""
     key = (chunk, *map(_fingerprint, args))
     at = _ADDRESSES.get(key)
     if at is None:
-        sig = (types.int64, *map(numba.typeof, args))
-        compiled = chunk.overloads.get(sig)
-        if compiled is None:
-            chunk.compile(sig)
-            compiled = chunk.overloads[sig]
-        at = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        result = compiled(chunk, args)
+        at = result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
         _ADDRESSES[key] = at
     return at
