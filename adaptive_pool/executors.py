@@ -237,10 +237,11 @@ class Executor:
             # (and their message is not built: a call's Python overhead is what small
             # problems pay)
             per_cell = np.dtype(dtype).itemsize
-            if not self.op.backward and math.prod(map(int, shape)) * per_cell >= CHECKED_BYTES:
+            nbytes = math.prod(map(int, shape)) * per_cell
+            if not self.op.backward and nbytes >= CHECKED_BYTES:
                 planes = math.prod(map(int, self.lead))
                 self._require_memory(
-                    math.prod(map(int, shape)) * per_cell,
+                    nbytes,
                     f"the result ({shape}, {np.dtype(dtype).name})",
                     lambda free: f"at most about {free // (per_cell * max(planes, 1))} output "
                     f"elements per (n, c) plane would fit",
@@ -343,20 +344,15 @@ class Executor:
                 return gi if bad < 0 else None
 
             return max_pool_backward
-        if self.skipna:
-            launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, xg, like=(data,) * 3)
-
-            def avg_pool_backward_skipna(grad_output, x):
-                gi = np.empty(xs, dt)
-                launch(flat(grad_output), flat(gi), flat(x))
-                return gi
-
-            return avg_pool_backward_skipna
-        launch = be.prepare_avg_pool_backward(yg, xg, tab, dims, None, like=(data, data, None))
+        # x is read where NaN are skipped only
+        x_flat = flat if self.skipna else _nothing
+        launch = be.prepare_avg_pool_backward(
+            yg, xg, tab, dims, xg if self.skipna else None, like=(data, data, x_flat(data))
+        )
 
         def avg_pool_backward(grad_output, x):
             gi = np.empty(xs, dt)
-            launch(flat(grad_output), flat(gi), None)
+            launch(flat(grad_output), flat(gi), x_flat(x))
             return gi
 
         return avg_pool_backward
@@ -578,6 +574,10 @@ def remember(memo: tuple, ex: Executor) -> Executor:
     except TypeError:
         pass
     return ex
+
+
+def _nothing(a: Any) -> None:
+    """What a prepared call hands its launch for an array the launch does not read."""
 
 
 #: Prepared calls (:meth:`Executor.prepared`) by the name, shapes, dtypes and other arguments
