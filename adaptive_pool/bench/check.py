@@ -39,7 +39,7 @@ def compare(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[s
     if all(x["sha256"] == y["sha256"] for x, y in zip(a, b)):
         return "bitwise", ""
     spec = case.spec
-    if spec.kind == "max" and not spec.backward:
+    if spec.indices:
         which = ["values", "indices"]
         bad = [which[k] for k, (x, y) in enumerate(zip(a, b)) if x["sha256"] != y["sha256"]]
         return "MISMATCH", f"max forward {' and '.join(bad)} differ"

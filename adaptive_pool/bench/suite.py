@@ -54,6 +54,11 @@ class OpSpec:
         """The public function's name in :mod:`adaptive_pool`."""
         return f"adaptive_{self.kind}_pool{self.rank}d" + ("_backward" if self.backward else "")
 
+    @property
+    def indices(self) -> bool:
+        """Whether it returns indices beside its values (the max forwards)."""
+        return self.kind == "max" and not self.backward
+
 
 OPS: dict[str, OpSpec] = {
     f"{k}{r}d{'_backward' if b else ''}": OpSpec(f"{k}{r}d{'_backward' if b else ''}", k, r, b)

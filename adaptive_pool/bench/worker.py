@@ -108,27 +108,37 @@ class Server:
     def copy_bandwidth(self, req: dict) -> dict:
         return self._side(req["backend"]).copy_bandwidth(req["nbytes"], req["repeat"])
 
-    def prepare(self, req: dict) -> dict:
-        self.release({})
+    def _build(self, req: dict, dtype: str | None = None) -> tuple[Any, Any, Callable, Callable]:
+        """``(case, side, fn, arrays)`` of a request's case, its inputs drawn from the seed in
+        the case's dtype and handed to the library in ``dtype`` (the case's by default; float64
+        widens them exactly)."""
         case = self.suite.Case.from_json(req["case"])
         spec = case.spec
         side = self._side(case.backend)
         rng = np.random.default_rng(req["seed"])
-        x_host = self.data.make_array(rng, case.shape.x, case.dtype)
-        go_host = self.data.make_array(rng, case.shape.y, case.dtype) if spec.backward else None
-        x = side.put(x_host, case.dtype)
-        go = side.put(go_host, case.dtype) if go_host is not None else None
-        del x_host, go_host
+
+        def make(shape: tuple[int, ...]) -> Any:
+            a = self.data.make_array(rng, shape, case.dtype)
+            if dtype is None:
+                return side.put(a, case.dtype)
+            return side.put(self.data.values(a, case.dtype), dtype)
+
+        x = make(case.shape.x)
+        go = make(case.shape.y) if spec.backward else None
         fn, arrays = side.build(spec.kind, spec.rank, spec.backward, x, go, case.shape.out,
                                 case.index_dtype)
+        return case, side, fn, arrays
+
+    def prepare(self, req: dict) -> dict:
+        self.release({})
+        case, side, fn, arrays = self._build(req)
         side.sync()
         t = time.perf_counter()
         result = fn()
         side.sync()
         first = time.perf_counter() - t
         out = [side.host(a) for a in arrays(result)]
-        n_index = 1 if spec.kind == "max" and not spec.backward else 0
-        summary = self.data.summarize(out, case.dtype, n_index)
+        summary = self.data.summarize(out, case.dtype, int(case.spec.indices))
         del result, out
         for _ in range(req.get("warmup", 2)):
             fn()
@@ -137,21 +147,9 @@ class Server:
         return {"loops": self.loops, "first_call_s": first, "summary": summary}
 
     def reference(self, req: dict) -> dict:
-        case = self.suite.Case.from_json(req["case"])
-        spec = case.spec
-        side = self._side(case.backend)
-        rng = np.random.default_rng(req["seed"])  # the draws of prepare, in its order
-
-        def wide(shape):
-            return self.data.values(self.data.make_array(rng, shape, case.dtype), case.dtype)
-
-        x = side.put(wide(case.shape.x), "float64")
-        go = side.put(wide(case.shape.y), "float64") if spec.backward else None
-        fn, arrays = side.build(spec.kind, spec.rank, spec.backward, x, go, case.shape.out,
-                                case.index_dtype)
+        case, side, fn, arrays = self._build(req, "float64")
         out = [side.host(a) for a in arrays(fn())]
-        n_index = 1 if spec.kind == "max" and not spec.backward else 0
-        return {"summary": self.data.summarize(out, "float64", n_index)}
+        return {"summary": self.data.summarize(out, "float64", int(case.spec.indices))}
 
     def time(self, req: dict) -> dict:
         if self.fn is None:
