@@ -93,6 +93,23 @@ def test_max_any_input_layout(view, dtype):
     np.testing.assert_array_equal(_bits(xv), _bits(keep))
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_max_backward_singleton_axis_with_its_own_stride(batch, dtype):
+    """A gradient of one-wide rows (OW == 1) whose w stride is not 1: each plane's gradients
+    are still one unit-stride run (the sparse kernel once read them a w stride apart)."""
+    x = rand((batch, 3, 6, 2), dtype, seed=4)
+    y, idx = ap.adaptive_max_pool2d(x, (3, 1))
+    g = rand(y.shape, dtype, seed=5)
+    t = np.zeros((batch, 3, 4), dtype)  # planes 4 apart, rows 1 apart, w stride 4
+    t[..., :3] = g[..., 0]
+    step = g.itemsize
+    gv = np.lib.stride_tricks.as_strided(t, g.shape, (12 * step, 4 * step, step, 4 * step))
+    gv = _same_values(gv, g)
+    want = ap.adaptive_max_pool2d_backward(g, x, idx)
+    np.testing.assert_array_equal(_bits(ap.adaptive_max_pool2d_backward(gv, x, idx)), _bits(want))
+
+
 def test_read_only_inputs_are_accepted():
     x = rand((2, 3, 5, 4, 6), F32, seed=5)
     x.flags.writeable = False

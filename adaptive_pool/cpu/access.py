@@ -149,7 +149,7 @@ def _acc(a, v):
         return lambda a, v: np.float32(v)
 
 
-@overload(scratch, inline="always")
+@overload(scratch)
 def _scratch(a, n):
     if a.dtype == types.float64:
         return lambda a, n: np.empty(n, np.float64)

@@ -477,7 +477,8 @@ class CpuBackend:
 
         Into a result whose planes are dense and small enough to keep one plane of
         accumulators per chunk, the sparse kernel checks each plane's indices, then writes its
-        gradients into the zeroed plane. A result that is not ``fresh`` (the caller's, which a
+        gradients into the zeroed plane (small planes that follow each other in memory a group
+        at a time). A result that is not ``fresh`` (the caller's, which a
         bad index must leave untouched; the call's own may be left partly written) is checked
         whole by the same kernel first. Other results take the gather, once every index
         has passed :func:`~adaptive_pool.cpu.kernels.first_bad_index`.
@@ -494,14 +495,15 @@ class CpuBackend:
         planes, plane = n * c, d * h * w
         sparse_chunks = self._sparse_chunks(planes)
         sparse = plane * sparse_chunks <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
-        # dense planes: an element's address is its plane's plus its flat index (the strides
-        # of singleton axes, which 1-D and 2-D problems have, do not matter)
-        dense = all(
-            s == want for s, want, size in zip(ig[3:], (h * w, w, 1), (d, h, w)) if size > 1
-        )
-        if sparse and dense:
-            lo, nn = kernels.window_bounds(tab, dims)
+        # dense planes: an element's address is its plane's plus its flat index
+        if sparse and _c_order(ig[3:], (d, h, w)):
             m = od * oh * ow
+            # planes that follow each other in all three arrays are taken many at a time
+            outs = (n, c, od, oh, ow)
+            follow = _c_order(gg[1:], outs) and _c_order(jg[1:], outs)
+            follow = follow and _c_order(ig[1:], (n, c, d, h, w))
+            group = max(1, _SPARSE_GROUP // (m + plane)) if follow else 1
+            lo, nn = (np.tile(t, (1, group)) for t in kernels.window_bounds(tab, dims))
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
             write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
             cch = 1 if cserial else sparse_chunks
@@ -511,11 +513,11 @@ class CpuBackend:
             def call(check, write, gf, jf, if_):
                 bad = take()
                 if not fresh:
-                    first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, False, cch)
+                    first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, False, cch)
                     if first >= 0:
                         give(bad)
                         return first
-                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, bad, True, nch)
+                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, True, nch)
                 give(bad)
                 return first
 
@@ -542,6 +544,17 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _c_order(strides, shape) -> bool:
+    """Whether axes of these extents and element strides are one C-order run of memory. The
+    strides of one-element axes do not matter (1-D and 2-D problems have them)."""
+    want = 1
+    for s, e in zip(reversed(strides), reversed(shape)):
+        if e > 1 and s != want:
+            return False
+        want *= e
+    return True
 
 
 def _one_deep(tab: np.ndarray, dims) -> bool:
@@ -608,6 +621,12 @@ _SERIAL_WORK = 1 << 16
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
 #: float32. Larger planes take the checked gather, which needs no per-plane scratch.
 _SPARSE_SCRATCH = 1 << 24
+
+#: Outputs and input elements of the planes the sparse max backward takes at once where they
+#: follow each other in memory: one index check, one zeroing and one gradient load for many
+#: small planes instead of a loop setup each (0.38-0.54x the time on 64x512x49 -> 1; larger
+#: groups were slower where the repeated window bounds left the L1 cache).
+_SPARSE_GROUP = 1 << 10
 
 #: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an
 #: output) and a plane of checked indices per chunk (4 bytes an output).

@@ -24,7 +24,7 @@ loop orders, all in the lane order: window by window (a window row added into a 
 32-lane accumulator as contiguous chunks, :func:`_run_add`), row by row for long windows,
 columns side by side for windows one column wide (a ``32 x W`` accumulator), 8 planes side by
 side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global pooling,
-(None, 1)). skipna is a compile-time flag (:func:`skips`): the plain kernels compile exactly
+(None, 1)). skipna is a compile-time flag (:data:`SKIPNA`): the plain kernels compile exactly
 as without it. The average backward reduces along w once per covering output row and adds
 whole rows, and the max backward fills blocks of rows, both decoding and encoding through
 unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
@@ -97,22 +97,15 @@ LANES = 8
 SUM_LANES = 32
 
 
-def skips(flag):  # pragma: no cover - typing stub
-    raise NotImplementedError
-
-
-@overload(skips, inline="always")
-def _skips(flag):
-    """Whether a kernel skips NaN: ``()`` no, ``(1,)`` yes. A compile-time constant taken from
-    the flag's type, so the plain kernels compile without a trace of skipna and the skipping
-    ones are specialisations of their own (compiled only when used)."""
-    on = isinstance(flag, types.BaseTuple) and len(flag) == 1
-    return lambda flag: on
-
-
-#: The flags for :func:`skips`.
-PLAIN = ()
-SKIPNA = (1,)
+#: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
+#: (``SKIPNA``). Kernels test it as ``skip is not None`` right in each branch condition: with
+#: ``PLAIN`` (typed ``none``) Numba's dead-branch pruning removes the NaN-skipping branches
+#: before type inference, even inside the inlined helpers, so a plain kernel never types or
+#: lowers them (40-48% of a cold first call's compile); ``SKIPNA`` compiles a specialisation
+#: of its own. The test must stay a literal ``is not None`` on the argument: a helper returning
+#: it hides the constant from the pruning.
+PLAIN = None
+SKIPNA = True
 
 
 @numba.njit(inline="always")
@@ -120,13 +113,13 @@ def _run_add(src, b, step, n, lanes, L, cnt, skip):
     """Add ``src[b + j * step]`` (decoded, ``j < n``) into ``lanes[(L + j) % 32]``, the window's
     elements from its position ``L`` on; returns the next position's lane and ``cnt`` plus the
     elements added. Contiguous chunks ``lanes[L:L+m]``, so a unit-stride run is vector adds.
-    With :func:`skips`, NaN adds +0.0 instead (a lane is never -0.0: the same bits as not
+    With :data:`SKIPNA`, NaN adds +0.0 instead (a lane is never -0.0: the same bits as not
     adding) and is not counted."""
     j = 0
     while j < n:
         m = min(n - j, SUM_LANES - L)
         bj = b + j * step
-        if skips(skip):
+        if skip is not None:
             z = acc(src, 0)
             if step == 1:
                 for i in range(m):
@@ -198,7 +191,7 @@ def _zero(a, n):
 @numba.njit(inline="always")
 def _window_sum(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, W, lanes, skip):
     """Window ``[d0,d1)x[h0,h1)x[w0,w1)``'s sum in the lane order and its element count
-    (non-NaN with :func:`skips`). Rows that are one run of memory are added as one run (a whole
+    (non-NaN with :data:`SKIPNA`). Rows that are one run of memory are added as one run (a whole
     contiguous plane in global pooling: one vectorised pass)."""
     nd, nh, nw = d1 - d0, h1 - h0, w1 - w0
     vol = nd * nh * nw
@@ -331,7 +324,7 @@ def avg_pool_direct(at, x, xg, y, yg, tab, dims, skip, nchunk):
     * :func:`avg_pool_lanewise` for small windows of many planes.
 
     16-bit bands are decoded before they are summed (:func:`_band`); the backend sends bands
-    longer than its limit to :func:`avg_pool_rowwise`. ``skip``: see :func:`skips`.
+    longer than its limit to :func:`avg_pool_rowwise`. ``skip``: :data:`PLAIN` or :data:`SKIPNA`.
     """
     for ch in prange(nchunk):
         call(_avg_direct_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
@@ -408,23 +401,23 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     yw = yg[5]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     a = scratch(x, SUM_LANES * W)
-    row = scratch(x, W if decodes(x) or skips(skip) else 0)
-    cnt = np.zeros(W if skips(skip) else 0, np.int64)
+    row = scratch(x, W if decodes(x) or skip is not None else 0)
+    cnt = np.zeros(W if skip is not None else 0, np.int64)
     z = acc(x, 0)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
         _zero(a, min(vdh, SUM_LANES) * W)
-        if skips(skip):
+        if skip is not None:
             _zero(cnt, W)
         k = 0
         for d in range(d0, d1):
             for h in range(h0, h1):
                 b = xb + d * xd + h * xh
                 o = (k & (SUM_LANES - 1)) * W
-                if decodes(x) or skips(skip):
+                if decodes(x) or skip is not None:
                     load_row(x, b, xw, W, row)
-                    if skips(skip):
+                    if skip is not None:
                         for w in range(W):
                             v = row[w]
                             ok = v == v
@@ -441,7 +434,7 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                         a[np.uint64(o + w)] += x[np.uint64(b + w * xw)]
                 k += 1
         _combine(a, W, vdh)
-        if skips(skip):
+        if skip is not None:
             for w in range(W):
                 a[w] = _mean(x, a[w], cnt[w])
         else:
@@ -503,7 +496,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
             w0, w1 = ws[ow], we[ow]
             vol = vdh * (w1 - w0)
             _zero(a, min(vol, SUM_LANES) * LANES)
-            if skips(skip):
+            if skip is not None:
                 _zero(cnt, LANES)
             k = 0
             for d in range(e0, e1):
@@ -514,7 +507,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
                         q = (k & (SUM_LANES - 1)) * LANES
                         for l in range(LANES):
                             v = get(bx, o + poff[l])
-                            if skips(skip):
+                            if skip is not None:
                                 ok = v == v
                                 a[np.uint64(q + l)] += v if ok else z
                                 cnt[l] += np.int32(ok)
@@ -523,7 +516,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
                         k += 1
             _combine(a, LANES, vol)
             for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
-                t = _mean(x, a[p], cnt[p] if skips(skip) else vol)
+                t = _mean(x, a[p], cnt[p] if skip is not None else vol)
                 put(y, yb + p * yc + ow * yw, t)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
@@ -546,7 +539,7 @@ def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
 @numba.njit(inline="always")
 def _lane_run_sum(src, b, n, lanes, skip):
     """The lane-order sum of the unit-stride run ``src[b:b+n]`` of a float32 or float64 array
-    (a whole window) and its count, in scalar code: with :func:`skips` through ``lanes`` (NaN
+    (a whole window) and its count, in scalar code: with :data:`SKIPNA` through ``lanes`` (NaN
     adds +0.0 and is not counted), else :func:`_combine1` of the 32 lanes."""
     _zero(lanes, SUM_LANES)
     z = acc(src, 0)
@@ -555,14 +548,14 @@ def _lane_run_sum(src, b, n, lanes, skip):
         o = b + (j << 5)
         for i in range(min(SUM_LANES, n - (j << 5))):
             v = get(src, o + i)
-            if skips(skip):
+            if skip is not None:
                 ok = v == v
                 lanes[i] += v if ok else z
                 cnt += np.int64(ok)
             else:
                 lanes[i] += v
     _combine1(lanes, n)
-    return lanes[0], cnt if skips(skip) else n
+    return lanes[0], cnt if skip is not None else n
 
 
 def _vector_source(x, b, n, buf):  # pragma: no cover - typing stub
@@ -587,10 +580,10 @@ def _vector_source_impl(x, b, n, buf):
 @numba.njit(inline="always")
 def _run_sum(x, b, n, buf, lanes, skip):
     """The lane-order sum of the unit-stride run ``x[b:b+n]`` (a whole window) and its count
-    (non-NaN with :func:`skips`): LLVM vector code (:func:`~adaptive_pool.cpu.lanes.run_sum`,
-    16-bit runs decoded in its registers), or with :func:`skips` :func:`_lane_run_sum` (16-bit
+    (non-NaN with :data:`SKIPNA`): LLVM vector code (:func:`~adaptive_pool.cpu.lanes.run_sum`,
+    16-bit runs decoded in its registers), or with :data:`SKIPNA` :func:`_lane_run_sum` (16-bit
     runs decoded into ``buf`` first, one unit-stride loop). ``buf``: see :func:`_run_buf`."""
-    if skips(skip):
+    if skip is not None:
         if decodes(x):
             load_row(x, b, 1, n, buf)
             return _lane_run_sum(buf, 0, n, lanes, skip)
@@ -607,7 +600,7 @@ def _run_buf(x, n, skip):  # pragma: no cover - typing stub
 def _run_buf_impl(x, n, skip):
     """The decoding scratch of :func:`_run_sum` for runs of ``n`` elements (empty where the
     run is summed in place)."""
-    skip_on = isinstance(skip, types.BaseTuple) and len(skip) == 1
+    skip_on = not isinstance(skip, types.NoneType)
     if x.dtype in (types.float32, types.float64) or (not skip_on and vector_runs(x.dtype)):
         return lambda x, n, skip: scratch(x, 0)
     return lambda x, n, skip: scratch(x, n)
@@ -749,7 +742,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     g = scratch(go, OW)
     row = scratch(go, W)
     rowd = scratch(go, W)
-    rowm = scratch(go, W if skips(skip) else 0)
+    rowm = scratch(go, W if skip is not None else 0)
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
@@ -769,7 +762,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             for oh in range(oh0, oh1):
                 vdh = vd * (tab[eh + oh] - tab[sh + oh])
                 load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                if skips(skip):  # each window's count of non-NaN elements
+                if skip is not None:  # each window's count of non-NaN elements
                     cr = (((n * C + c) * OD + od) * OH + oh) * OW
                     for ow in range(OW):
                         g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
@@ -793,7 +786,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             else:
                 _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
                 src, so = row, 0
-            if skips(skip):  # NaN inputs get +0.0
+            if skip is not None:  # NaN inputs get +0.0
                 xr = x0 + n * xn + c * xc + d * xd + h * xh
                 z = acc(go, 0)
                 for w in range(W):
@@ -813,7 +806,7 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
     adds those partial rows along h and d with contiguous, vectorisable row operations. An input
     row covered by a single output row is written straight from its partial row.
 
-    With :func:`skips` (``skip``), the NaN-skipping average's gradient: output o's share is
+    With :data:`SKIPNA`, the NaN-skipping average's gradient: output o's share is
     ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`) and the inputs that
     are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
     """
@@ -860,8 +853,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # and, counted here where windows do not span d (``cnt`` empty), its windows' counts
     cl = np.empty(LANES, np.int64)
     xl = np.empty(LANES, np.int64)
-    fused = skips(skip) and cnt.size == 0
-    okv = np.empty(H * WL if skips(skip) else 0, np.int32)
+    fused = skip is not None and cnt.size == 0
+    okv = np.empty(H * WL if skip is not None else 0, np.int32)
     colc = np.empty(WL if fused else 0, np.int32)
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     x0, xn, xc, xd, xh, xw = xg
@@ -875,7 +868,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             lane[l] = min(l, nl - 1) * gc
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
-        if skips(skip):
+        if skip is not None:
             xb = x0 + n * xn + c0 * xc + d * xd
             for h in range(H):
                 for w in range(W):
@@ -915,7 +908,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                             gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
                                 go, cw[q + l]
                             )
-                elif skips(skip):
+                elif skip is not None:
                     cr = (((n * C + c0) * OD + od) * OH + oh) * OW
                     for ow in range(OW):
                         for l in range(LANES):
@@ -941,7 +934,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         for h in range(H):
             lo, hi = tab[lh + h], tab[hh + h]
             _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
-        if skips(skip):  # NaN inputs get +0.0
+        if skip is not None:  # NaN inputs get +0.0
             z = acc(go, 0)
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
@@ -975,7 +968,7 @@ def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, n
     plane. A work item is one ``(n, d)`` slab of ``LANES`` planes; a last block of fewer
     planes computes its last plane in the spare lanes and does not store them.
 
-    With :func:`skips` (``skip``), the NaN-skipping gradient as in :func:`avg_pool_backward`:
+    With :data:`SKIPNA`, the NaN-skipping gradient as in :func:`avg_pool_backward`:
     NaN inputs of ``x`` get +0.0 and shares divide by the windows' counts of numbers, from
     ``cnt`` (:func:`count_valid`) or, where ``cnt`` is empty (windows one d deep: ``OD == D``,
     every 1-D and 2-D problem), counted by the work item from the slab's validity, which it
@@ -991,10 +984,10 @@ def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, n
 @numba.njit(inline="always")
 def _mkey(x, v, skip):
     """The max forward's key of stored value ``v``: :func:`~adaptive_pool.cpu.access.key`, or
-    with :func:`skips` NaN as the smallest key of all (below -inf), so the first maximum of the
+    with :data:`SKIPNA` NaN as the smallest key of all (below -inf), so the first maximum of the
     numbers wins and a window of NaN only points at its first element."""
     k = key(x, v)
-    if skips(skip):
+    if skip is not None:
         kn = key_nan(x)
         return -kn - 1 if k == kn else k
     return k
@@ -1136,7 +1129,7 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
                             br, bw = r, w
                         m = max(m, k)
                     # with skipna NaN is the smallest key: never the last-NaN rule
-                    nan_won = m == knan and not skips(skip)
+                    nan_won = m == knan and not skip is not None
                     if nan_won or not exact:
                         d, h, w = _rescan(
                             x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, nan_won, skip
@@ -1158,7 +1151,7 @@ def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nch
     element, and a value is taken when ``v > best or v != v``. So the result is the window's
     last NaN if it has one, else its first element equal to the maximum (-0 == +0). Keys (see
     :func:`~adaptive_pool.cpu.access.key`) order like the values; the value is copied as
-    stored (NaN payloads survive). With :func:`skips` (``skip``), NaN keys are the smallest
+    stored (NaN payloads survive). With :data:`SKIPNA`, NaN keys are the smallest
     (:func:`_mkey`): the first maximum of the window's numbers (even -inf), or for a window of
     NaN only its first element, as the CUDA kernel's "``v > best``, or the first number" scan.
 
@@ -1415,7 +1408,7 @@ def window_bounds(tab, dims):
 
 
 @numba.njit(**_BODY)
-def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
+def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes and
     returns the C-order position of its first bad index, or -1."""
     N, C, D, H, W, OD, OH, OW = dims
@@ -1426,24 +1419,26 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
     plane = D * H * W
     dense = _one_run(jd, jh, jw, OD, OH, OW)  # a plane's indices are one run
     # a plane's gradients are decoded as one run or row by row (one call site: compile time)
-    g_rows, g_len = (1, m) if _one_run(gd, gh, gw, OD, OH, OW) else (OD * OH, OW)
+    g_one = _one_run(gd, gh, gw, OD, OH, OW)
+    g_rows, g_len = (1, m) if g_one else (OD * OH, OW)
     p_lo, p_hi = _chunk(ch, nchunk, bad.size)
-    keys = np.empty(m, np.int32)
+    keys = np.empty(group * m, np.int32)
     run = np.empty(0 if dense else m, ind.dtype)
-    gv = scratch(go, m)
-    sums = scratch(go, plane if decodes(gi) and write else 0)
+    gv = scratch(go, group * m)
+    sums = scratch(go, group * plane if decodes(gi) and write else 0)
     for k in range(sums.size):
         sums[k] = 0
     found = np.int64(-1)
     rw, rh = 1.0 / W, 1.0 / H
+    p = p_lo
     n = p_lo // C
-    c = p_lo - n * C - 1
-    for p in range(p_lo, p_hi):
-        c += 1  # (n, c) of plane p, without a division a plane
-        if c == C:
-            c, n = 0, n + 1
+    c = p_lo - n * C
+    while p < p_hi:
+        # a group of planes that follow each other in every array (else group == 1)
+        B = min(group, p_hi - p)
         ib = i0 + n * in_ + c * ic
         jb = j0 + n * jn + c * jc
+        gb = g0 + n * gn + c * gc
         src, sb = ind, jb
         if not dense:  # copied into one run first (one check call site: compile time)
             for r in range(OD * OH):
@@ -1451,60 +1446,80 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchun
                 for ow in range(OW):
                     run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
             src, sb = run, 0
-        first = _check_plane(src, sb, m, plane, W, H, rw, rh, lo, nn, keys)
-        bad[p] = first
-        if first >= 0 and found < 0:
-            found = p * m + first
-        if not write:
-            continue
-        for k in range(plane):
-            gi[np.uint64(ib + k)] = 0
+        first = _check_plane(src, sb, B * m, plane, W, H, rw, rh, lo, nn, keys)
+        for t in range(B):
+            bad[p + t] = -1
         if first >= 0:
-            continue
-        # the plane's gradients decoded first, in unit-stride loops: a scalar float16
-        # decode between the additions chained each one to the last (10 cycles an index)
-        gb = g0 + n * gn + c * gc
-        for r in range(g_rows):
-            load_row(go, gb + (r // OH) * gd + (r % OH) * gh, gw, g_len, gv[r * g_len :])
-        if decodes(gi):
-            for q in range(m):
-                sums[np.uint64(keys[q])] += gv[q]
-            for q in range(m):
-                k = keys[q]
-                put(gi, ib + k, sums[np.uint64(k)])
-            for q in range(m):
-                sums[np.uint64(keys[q])] = 0
-        else:  # the result's own elements are float accumulators
-            for q in range(m):
-                gi[np.uint64(ib + keys[q])] += gv[q]
+            # the group's first bad plane; those after it are not looked at (a bad index
+            # fails the call, which reports the first)
+            t = first // m
+            bad[p + t] = first - t * m
+            if found < 0:
+                found = p * m + first
+        if write:
+            for k in range(B * plane):
+                gi[np.uint64(ib + k)] = 0
+            if first < 0:
+                # the gradients decoded first, in unit-stride loops: a scalar float16 decode
+                # between the additions chained each one to the last (10 cycles an index)
+                for r in range(g_rows):
+                    load_row(go, gb + (r // OH) * gd + (r % OH) * gh, 1 if g_one else gw,
+                             B * g_len, gv[r * g_len :])
+                # q counts from t * m, not 0: unsigned indices (see access) keep the loops
+                # free of numba's wraparound test, which cost 1.3-2x here
+                if decodes(gi):
+                    for t in range(B):
+                        for q in range(t * m, t * m + m):
+                            u = np.uint64(q)
+                            sums[np.uint64(t * plane + keys[u])] += gv[u]
+                    for t in range(B):
+                        for q in range(t * m, t * m + m):
+                            k = t * plane + keys[np.uint64(q)]
+                            put(gi, ib + k, sums[np.uint64(k)])
+                    for t in range(B):
+                        for q in range(t * m, t * m + m):
+                            sums[np.uint64(t * plane + keys[np.uint64(q)])] = 0
+                else:  # the result's own elements are float accumulators
+                    for t in range(B):
+                        for q in range(t * m, t * m + m):
+                            u = np.uint64(q)
+                            gi[np.uint64(ib + t * plane + keys[u])] += gv[u]
+        p += B
+        c += B  # (n, c) of the next group, dividing only where it wraps
+        if c >= C:
+            n, c = n + c // C, c % C
     return found
 
 
 @numba.njit(**_JIT)
-def max_pool_backward_sparse(at, go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk):
+def max_pool_backward_sparse(
+    at, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk
+):
     """The max backward a plane at a time, for ``gi`` with dense planes (an element's address
     is its plane's plus its flat index): each plane is zeroed, then only its elements that
     receive a gradient are written.
 
     Returns the C-order position of the first index outside its window, or -1.
 
-    A work item is one ``(n, c)`` plane. It first checks all its indices (:func:`_check_plane`;
-    ``bad[p]`` is the plane's first output, in C order, whose index lies outside its window,
-    else -1; ``lo`` and ``nn`` are the windows' bounds, :func:`window_bounds`); such a plane
-    is left zero, and no index is ever used unchecked. Without ``write`` it stops there and
-    ``gi`` is untouched (a caller's result is checked whole before any of it is written: 5x
-    faster than the checked gather on 8x128x8x14x14). Gradients are then
+    A work item is ``group`` consecutive ``(n, c)`` planes where planes follow each other in
+    all three arrays (one check, one zeroing and one gradient load for many small planes), else
+    one plane. It first checks all its indices (:func:`_check_plane`; ``lo`` and ``nn`` are
+    the windows' bounds, :func:`window_bounds`, repeated ``group`` times): ``bad[p]`` is the
+    position in plane p of its first index outside its window, -1 for the planes before that
+    one in the item, which is left zero, and no index is ever used unchecked. Without ``write``
+    it stops there and ``gi`` is untouched (a caller's result is checked whole before any of it
+    is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
-    accumulators; a 16-bit one adds into ``sums``, a plane of float accumulators zeroed once per
-    chunk and cleared again where it was touched, so each element's sum starts from +0.0 and
+    accumulators; a 16-bit one adds into ``sums``, planes of float accumulators zeroed once per
+    chunk and cleared again where they were touched, so each element's sum starts from +0.0 and
     takes its gradients in ascending output order: bit for bit the gather's result. Zeroing the
-    plane here, just before the scattered writes, keeps its cache lines hot for them and spreads
-    the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
+    planes here, just before the scattered writes, keeps their cache lines hot for them and
+    spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**31`` elements (the backend bounds them lower).
     """
     for ch in prange(nchunk):
         call(_sparse_chunk, at, (
-            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, bad, write, nchunk
+            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk
         ))
     return _first_flagged(bad, dims[5] * dims[6] * dims[7])
 
