@@ -624,9 +624,10 @@ _SPARSE_SCRATCH = 1 << 24
 
 #: Outputs and input elements of the planes the sparse max backward takes at once where they
 #: follow each other in memory: one index check, one zeroing and one gradient load for many
-#: small planes instead of a loop setup each (0.38-0.54x the time on 64x512x49 -> 1; larger
-#: groups were slower where the repeated window bounds left the L1 cache).
-_SPARSE_GROUP = 1 << 10
+#: small planes instead of a loop setup each (0.38-0.54x the time on 64x512x49 -> 1, 0.8x on
+#: 1x256x559 -> 11 against 1024). 16384 made 16-bit planes of 1000 elements 1.4-1.6x slower
+#: (a group's float sums no longer fit the L1 cache).
+_SPARSE_GROUP = 1 << 12
 
 #: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an
 #: output) and a plane of checked indices per chunk (4 bytes an output).
