@@ -1422,6 +1422,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     g_one = _one_run(gd, gh, gw, OD, OH, OW)
     g_rows, g_len = (1, m) if g_one else (OD * OH, OW)
     p_lo, p_hi = _chunk(ch, nchunk, bad.size)
+    group = min(group, p_hi - p_lo)  # scratch for the planes there are (tiny calls: one)
     keys = np.empty(group * m, np.int32)
     run = np.empty(0 if dense else m, ind.dtype)
     gv = scratch(go, group * m)
