@@ -149,6 +149,8 @@ def _acc(a, v):
         return lambda a, v: np.float32(v)
 
 
+# Compiled once per dtype rather than inlined: Numba types an inline overload again at every
+# resolution of every call site, and an allocation gains nothing from inlining.
 @overload(scratch)
 def _scratch(a, n):
     if a.dtype == types.float64:
