@@ -1429,6 +1429,10 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     sums = scratch(go, group * plane if decodes(gi) and write else 0)
     for k in range(sums.size):
         sums[k] = 0
+    # 16-bit planes with an output per four elements or more: the group's float sums are
+    # encoded whole (two vectorised passes) instead of zeroing ``gi`` and encoding each
+    # output's element (three scalar ones)
+    whole = decodes(gi) and 4 * m >= plane
     found = np.int64(-1)
     rw, rh = 1.0 / W, 1.0 / H
     p = p_lo
@@ -1458,8 +1462,12 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
             if found < 0:
                 found = p * m + first
         if write:
-            for k in range(B * plane):
-                gi[np.uint64(ib + k)] = 0
+            if whole:
+                for k in range(B * plane):
+                    sums[k] = 0
+            else:
+                for k in range(B * plane):
+                    gi[np.uint64(ib + k)] = 0
             if first < 0:
                 # the gradients decoded first, in unit-stride loops: a scalar float16 decode
                 # between the additions chained each one to the last (10 cycles an index)
@@ -1473,18 +1481,21 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                         for q in range(t * m, t * m + m):
                             u = np.uint64(q)
                             sums[np.uint64(t * plane + keys[u])] += gv[u]
-                    for t in range(B):
-                        for q in range(t * m, t * m + m):
-                            k = t * plane + keys[np.uint64(q)]
-                            put(gi, ib + k, sums[np.uint64(k)])
-                    for t in range(B):
-                        for q in range(t * m, t * m + m):
-                            sums[np.uint64(t * plane + keys[np.uint64(q)])] = 0
+                    if not whole:
+                        for t in range(B):
+                            for q in range(t * m, t * m + m):
+                                k = t * plane + keys[np.uint64(q)]
+                                put(gi, ib + k, sums[np.uint64(k)])
+                        for t in range(B):
+                            for q in range(t * m, t * m + m):
+                                sums[np.uint64(t * plane + keys[np.uint64(q)])] = 0
                 else:  # the result's own elements are float accumulators
                     for t in range(B):
                         for q in range(t * m, t * m + m):
                             u = np.uint64(q)
                             gi[np.uint64(ib + t * plane + keys[u])] += gv[u]
+            if whole:
+                store_row(gi, ib, 1, B * plane, sums, 0)
         p += B
         c += B  # (n, c) of the next group, dividing only where it wraps
         if c >= C:
