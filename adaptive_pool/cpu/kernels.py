@@ -1129,7 +1129,7 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
                             br, bw = r, w
                         m = max(m, k)
                     # with skipna NaN is the smallest key: never the last-NaN rule
-                    nan_won = m == knan and not skip is not None
+                    nan_won = m == knan and skip is None
                     if nan_won or not exact:
                         d, h, w = _rescan(
                             x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, nan_won, skip
@@ -1427,12 +1427,14 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     run = np.empty(0 if dense else m, ind.dtype)
     gv = scratch(go, group * m)
     sums = scratch(go, group * plane if decodes(gi) and write else 0)
-    for k in range(sums.size):
-        sums[k] = 0
     # 16-bit planes with an output per four elements or more: the group's float sums are
-    # encoded whole (two vectorised passes) instead of zeroing ``gi`` and encoding each
-    # output's element (three scalar ones)
+    # zeroed, then encoded whole (two vectorised passes) instead of zeroing ``gi`` and
+    # encoding each output's element (three scalar ones); otherwise they are zeroed once here
+    # and cleared again where touched
     whole = decodes(gi) and 4 * m >= plane
+    if not whole:
+        for k in range(sums.size):
+            sums[k] = 0
     found = np.int64(-1)
     rw, rh = 1.0 / W, 1.0 / H
     p = p_lo
