@@ -1524,8 +1524,9 @@ def max_pool_backward_sparse(
     it stops there and ``gi`` is untouched (a caller's result is checked whole before any of it
     is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
-    accumulators; a 16-bit one adds into ``sums``, planes of float accumulators zeroed once per
-    chunk and cleared again where they were touched, so each element's sum starts from +0.0 and
+    accumulators; a 16-bit one adds into ``sums``, planes of float accumulators (zeroed once per
+    chunk and cleared again where they were touched, or, with an output per four elements or
+    more, zeroed per item and encoded whole), so each element's sum starts from +0.0 and
     takes its gradients in ascending output order: bit for bit the gather's result. Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
