@@ -33,6 +33,7 @@ __all__ = [
     "remember",
     "prepared_call",
     "keep_prepared",
+    "storage_refused",
     "clear_cache",
 ]
 
@@ -298,17 +299,18 @@ class Executor:
         xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
         yg = (0, c * od * oh * ow, od * oh * ow, oh * ow, ow, 1)
         xs, ys = self.x_shape, self.y_shape
-        # a flat view in the storage dtype: ravel() is a view of a C-contiguous array and
-        # costs half of reshape(-1); 16-bit dtypes are reinterpreted first (float32 and
-        # float64 are their own storage: a view of those would cost as much again)
-        if st == dt:
+        # flat views: ravel() is a view of a C-contiguous array and costs half of
+        # reshape(-1). The launches are bound to compiled code for the storage dtype, which
+        # takes 16-bit arrays as they are (it checks the item size only): a reinterpreting
+        # view cost 0.3 us an array. Where Numba refuses them, views in the storage dtype.
+        if st == dt or _RAW_STORAGE:
             flat = np.ndarray.ravel
         else:
             def flat(a):
                 return a.view(st).ravel()
-        # what every call hands its launch: flat arrays of these types (the backends'
-        # ``like``), of data and of indices
-        data = flat(np.empty(0, dt))
+        # what every call hands its launch: flat arrays of the types the launches are
+        # compiled for (the backends' ``like``), of data and of indices
+        data = np.empty(0, st)
         idx = np.empty(0, self.index_dtype) if self.op.max else None
         if not self.op.backward and self.op.max:
             launch = be.prepare_max_pool(
@@ -587,6 +589,19 @@ def _nothing(a: Any) -> None:
 #: that passed every check. (Cleared, never rebound: the one-call functions look calls up in it
 #: directly.)
 _PREPARED: dict[tuple, Callable[..., Any]] = {}
+
+
+#: Whether prepared calls hand 16-bit arrays to compiled code as they are (see
+#: :meth:`Executor.prepared`); :func:`storage_refused` turns it off.
+_RAW_STORAGE = True
+
+
+def storage_refused() -> None:
+    """A prepared call raised TypeError: this Numba checks more than an array's item size
+    when it unboxes one. Prepare calls with views in the storage dtype from now on."""
+    global _RAW_STORAGE
+    _RAW_STORAGE = False
+    clear_cache()  # executors keep their prepared calls
 
 
 def prepared_call(key: tuple) -> Optional[Callable[..., Any]]:

@@ -34,6 +34,7 @@ from .executors import (
     prepared_call,
     recall,
     remember,
+    storage_refused,
 )
 
 __all__ = [
@@ -302,7 +303,10 @@ def _avg(name: str) -> Callable:
             key = (name, x.shape, x.dtype, output_size, skipna)
             run = _PREPARED.get(key)  # (a key of hashable values only)
             if run is not None:
-                return run(x)
+                try:
+                    return run(x)
+                except TypeError:
+                    storage_refused()
         layer = layer_for(x, out)
         if layer is not None:
             return layer.run(name, x, output_size, skipna=skipna, out=out, stream=stream)
@@ -334,7 +338,10 @@ def _max(name: str) -> Callable:
             key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
             run = prepared_call(key)
             if run is not None:
-                return run(x)
+                try:
+                    return run(x)
+                except TypeError:
+                    storage_refused()
         layer = layer_for(x, out, indices_out)
         if layer is not None:
             return layer.run(
@@ -364,7 +371,10 @@ def _avg_backward(name: str) -> Callable:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
             run = _PREPARED.get(key)  # (a key of hashable values only)
             if run is not None:
-                return run(grad_output, x)
+                try:
+                    return run(grad_output, x)
+                except TypeError:
+                    storage_refused()
         layer = layer_for(grad_output, x, out)
         if layer is not None:
             return layer.run(name, grad_output, x, skipna=skipna, out=out, stream=stream)
@@ -395,7 +405,10 @@ def _max_backward(name: str) -> Callable:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
                    indices.dtype, skipna)
             run = _PREPARED.get(key)  # (a key of hashable values only)
-            gi = None if run is None else run(grad_output, indices)
+            try:
+                gi = None if run is None else run(grad_output, indices)
+            except TypeError:
+                gi = storage_refused()
             if gi is not None:
                 return gi  # else an index outside its window: the long way raises
         layer = layer_for(grad_output, x, indices, out)

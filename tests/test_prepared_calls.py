@@ -73,6 +73,31 @@ def test_repeated_calls_match_the_long_path_and_the_reference(rank, shape, size,
     np.testing.assert_array_equal(again[2], i)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_a_numba_that_refuses_16_bit_arrays_gets_views(dtype, monkeypatch):
+    """Prepared calls hand 16-bit arrays to code compiled for their storage as they are
+    (Numba checks the item size only); one that raises TypeError turns that off for good,
+    and calls go on with reinterpreting views, bit for bit."""
+    monkeypatch.setattr(executors, "_RAW_STORAGE", True)
+    x = rand((2, 3, 9, 7), dtype)
+    ap.clear_cache()
+    first = _all_results(2, x, (4, 3), False)
+
+    def refuse(*arrays):
+        raise TypeError("can't unbox array from PyObject into native value")
+
+    for key in executors._PREPARED:
+        executors._PREPARED[key] = refuse
+    again = _all_results(2, x, (4, 3), False)  # refused: the long path
+    assert executors._RAW_STORAGE is False
+    views = _all_results(2, x, (4, 3), False)  # prepared again, with views
+    assert len(executors._PREPARED) == 4
+    for a, b, c in zip(first, again, views):
+        np.testing.assert_array_equal(bits(a), bits(b))
+        np.testing.assert_array_equal(bits(a), bits(c))
+    ap.clear_cache()
+
+
 def test_results_are_fresh_arrays():
     x = rand((2, 3, 8, 8), np.float32)
     a, b = ap.adaptive_avg_pool2d(x, 3), ap.adaptive_avg_pool2d(x, 3)

@@ -84,13 +84,15 @@ def _bind(call, runs, like) -> Callable[..., object]:
     """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
     With ``like`` (arrays of the types of every later call's arrays, in the same order: a
-    prepared call's), each run is bound to the compiled code of its chunk function for the
-    argument types that ``call`` hands it, compiled (or loaded from the cache) now: a run on
-    the calling thread calls it straight, skipping the dispatcher's typing of each argument
-    (0.5-1 us of a small call), and a parallel one passes its address without looking it up
+    prepared call's), each run is bound to compiled code for the argument types that ``call``
+    hands it, compiled (or loaded from the cache) now: a run on the calling thread calls its
+    chunk function's straight, skipping the dispatcher's typing of each argument (0.5-1 us of
+    a small call), and a parallel one its kernel's, with the chunk's address looked up once
     (:meth:`CpuBackend._launch`). Those types are read from one call of ``call`` on ``like``
     with runs that only take note of their arguments (and return -1, "no bad index"), so they
-    come from the code that makes the real calls.
+    come from the code that makes the real calls. Compiled code unboxes an array checking its
+    item size only, so it also takes a float16 or bfloat16 array for its int16 or uint16
+    storage, without a view (:meth:`~adaptive_pool.executors.Executor.prepared`).
     """
     if like is None:
         return partial(call, *runs)
@@ -110,7 +112,8 @@ def _bind(call, runs, like) -> Callable[..., object]:
             run = partial(calls.compiled(run.func, args).entry_point, 0)
         elif args is not None:  # partial(backend._launch, kernel, chunk)
             kernel, chunk = run.args
-            run = partial(run.func.__self__._parallel, kernel, calls.address(chunk, args))
+            entry = calls.compiled(kernel, args).entry_point
+            run = partial(run.func.__self__._parallel, entry, calls.address(chunk, args))
         bound.append(run)
     return partial(call, *bound)
 
