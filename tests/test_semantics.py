@@ -178,23 +178,29 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, knobs, mon
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,output_size",
-    [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)), ((2, 8, 5, 6), (2, 5))],
+    [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)), ((2, 8, 5, 6), (2, 5)),
+     ((2, 9, 7, 6), (7, 1))],
 )
 def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
-    """The CPU average backward's two kernels (row blocks of one plane, 8 planes side by side
-    with a partial last block) give the same bits, in C order and channels-last."""
+    """The CPU average backward's kernels (row blocks of one plane; 8 planes side by side
+    with a partial last block; a window at a time where windows are runs of memory: global
+    pooling, whole rows) give the same bits, in C order and channels-last."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
     x = rand(shape, dtype, seed=14)
     g = rand(shape[:2] + output_size, dtype, seed=15)
     gv = channels_last(g)
+    runs, never = backend._run_windows, lambda *args: False
     got = {}
-    for name, plane in [("rows", 0), ("lanes", 10**9)]:
-        knobs(_LANES_PLANE=plane)
+    for name, plane, windows in [("rows", 0, never), ("lanes", 10**9, never), ("runs", 0, runs)]:
+        knobs(_LANES_PLANE=plane, _run_windows=windows)
         got[name] = [bits(ap.adaptive_avg_pool2d_backward(v, x)) for v in (g, gv)]
         out = np.empty(shape[:2] + shape[:1:-1], dtype).swapaxes(-1, -2)  # a strided result
         ap.adaptive_avg_pool2d_backward(g, x, out=out)
         got[name].append(bits(out))
-    for a, b in zip(got["rows"], got["lanes"]):
-        np.testing.assert_array_equal(a, b)
+    for other in ("lanes", "runs"):
+        for a, b in zip(got["rows"], got[other]):
+            np.testing.assert_array_equal(a, b, err_msg=other)
     if dtype in (F32, F64):
         _assert_close_ref(ap.adaptive_avg_pool2d_backward(g, x),
                           ref.avg_pool2d_backward(g, x.shape), dtype)

@@ -102,13 +102,15 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
 @pytest.mark.parametrize(
     "shape,output_size",
     [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
-     ((2, 9, 5, 6, 7), (2, 3, 4)), ((2, 8, 6, 5, 4), (6, 2, 3))],
+     ((2, 9, 5, 6, 7), (2, 3, 4)), ((2, 8, 6, 5, 4), (6, 2, 3)), ((2, 3, 4, 5, 6), (1, 1, 1)),
+     ((2, 3, 4, 5, 6), (4, 5, 1)), ((2, 9, 7, 6), (7, 1))],
 )
 def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
-    """The CPU average backward's two kernels (row blocks of one plane; 8 planes side by side
-    with a partial last block), with skipna, in C order and channels-last, against the
-    reference: shares divide by each window's count of numbers and NaN inputs get +0.0 (so a
-    window without numbers, here a whole plane, gives nothing)."""
+    """The CPU average backward's kernels (row blocks of one plane; 8 planes side by side
+    with a partial last block; a window at a time where windows are runs of memory), with
+    skipna, in C order and channels-last, against the reference: shares divide by each
+    window's count of numbers and NaN inputs get +0.0 (so a window without numbers, here a
+    whole plane, gives nothing)."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     rank = len(output_size)
@@ -118,16 +120,20 @@ def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dt
     x[0, 0] = np.nan  # a plane without numbers
     g = rng.uniform(0.25, 4.0, size=shape[:2] + output_size).astype(dtype)
     want = ref.avg_pool_backward(g, x.shape, rank, x=x)
+    runs, never = backend._run_windows, lambda *args: False
     got = {}
-    for name, plane in [("rows", 0), ("lanes", 10**9)]:
+    for name, plane, windows in [("rows", 0, never), ("lanes", 10**9, never), ("runs", 0, runs)]:
         monkeypatch.setattr(backend, "_LANES_PLANE", plane)
+        monkeypatch.setattr(backend, "_run_windows", windows)
+        ap.clear_cache()  # prepared calls keep the kernel they chose
         got[name] = [
             bits(fn("avg", rank, True)(a, b, skipna=True))
             for a in (g, channels_last(g)) for b in (x, channels_last(x))
         ]
         _assert_avg(fn("avg", rank, True)(g, x, skipna=True), want, dtype)
-    for a, b in zip(got["rows"], got["lanes"]):
-        np.testing.assert_array_equal(a, b)
+    for other in ("lanes", "runs"):
+        for a, b in zip(got["rows"], got[other]):
+            np.testing.assert_array_equal(a, b, err_msg=other)
 
 
 def test_skipna_must_be_a_bool():

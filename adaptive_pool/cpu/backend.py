@@ -400,12 +400,25 @@ class CpuBackend:
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
         geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`).
 
-        8 planes side by side for small planes of many channels, else row blocks of one plane.
+        Windows that are runs of memory (global pooling, whole rows) one window at a time, 8
+        planes side by side for small planes of many channels, else row blocks of one plane.
         NaN-skipping, windows are counted first (one int64 per output cell), except by the
         8-planes kernel on windows one d deep, which counts them itself.
         """
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
+        if _run_windows(tab, dims, ig, *(() if xg is None else (xg,))):
+            run, serial = self._runner(kernels.avg_pool_backward_runs, work)
+            nch = self._chunks(n * c * od * oh, serial)
+            skip = kernels.PLAIN if xg is None else kernels.SKIPNA
+
+            def call(run, gf, if_, xf):
+                if xg is None:  # x is not read
+                    run(gf, gg, if_, ig, dims, gf, gg, skip, nch)
+                else:
+                    run(gf, gg, if_, ig, dims, xf, xg, skip, nch)
+
+            return _bind(call, (run,), like)
         # NaN-skipping over windows one d deep, which the 8-planes kernel counts itself (a Dask
         # block's tables may have od == d with deeper windows: they keep their global extent)
         counting = xg is not None and od == d and _one_deep(tab, dims)
@@ -565,6 +578,26 @@ def _one_deep(tab: np.ndarray, dims) -> bool:
     sd, ed = windows.axes_layout.py_func(dims)[:2]
     od = dims[5]
     return bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
+
+
+def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
+    """Whether every window in ``tab`` is one contiguous run of memory in arrays of these
+    geometries: whole rows (``ow == 1``) of whole planes (``oh == od == 1``) or of one h and d
+    each (``oh == h``, ``od == d``). From the tables: a Dask block's are not its sizes'."""
+    n, c, d, h, w, od, oh, ow = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_layout.py_func(dims)
+    if ow != 1 or tab[sw] != 0 or tab[ew] != w:
+        return False
+    for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh)):
+        starts, ends = tab[s : s + o], tab[e : e + o]
+        whole = o == 1 and starts[0] == 0 and ends[0] == i
+        single = o == i and (starts == np.arange(o)).all() and (ends == starts + 1).all()
+        if not (whole or single):
+            return False
+    nd, nh = d // od, h // oh  # the window's extents
+    return all(
+        g[5] == 1 and (nh == 1 or g[4] == w) and (nd == 1 or g[3] == nh * w) for g in geometries
+    )
 
 
 def _longest(i: int, o: int) -> int:

@@ -821,6 +821,52 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
         ))
 
 
+@numba.njit(**_BODY)
+def _avg_backward_runs_chunk(ch, go, gog, gi, gig, dims, x, xg, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward_runs`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    g0, gn, gc, gd, gh, _ = gog
+    i0, in_, ic, id_, ih_, _ = gig
+    x0, xn, xc, xd, xh, _ = xg
+    V = (D // OD) * (H // OH) * W
+    z = acc(go, 0)
+    nan_share = enc(gi, z)
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        g = get(go, g0 + n * gn + c * gc + od * gd + oh * gh)
+        b = i0 + n * in_ + c * ic + od * id_ + oh * ih_
+        if skip is not None:
+            xb = x0 + n * xn + c * xc + od * xd + oh * xh
+            k = np.int64(0)
+            for e in range(V):
+                v = get(x, xb + e)
+                k += np.int64(v == v)
+            share = enc(gi, z + g / acc(go, k))
+            for e in range(V):
+                v = get(x, xb + e)
+                gi[np.uint64(b + e)] = share if v == v else nan_share
+        else:
+            share = enc(gi, z + g / acc(go, V))
+            for e in range(V):
+                gi[np.uint64(b + e)] = share
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_backward_runs(at, go, gog, gi, gig, dims, x, xg, skip, nchunk):
+    """The average backward when every window is one contiguous run of memory in ``gi`` (and,
+    with :data:`SKIPNA`, in ``x``), as :func:`avg_pool_runs` takes them: global pooling of
+    contiguous planes and windows that are whole rows. A work item is one window: its share
+    ``+0.0 + go[o] / volume(o)`` written over the run (with :data:`SKIPNA`, ``go[o] / count``
+    of its non-NaN elements, counted in a first pass over the run, and +0.0 where ``x`` is
+    NaN), the bits of :func:`avg_pool_backward`, whose only covering cell is that window."""
+    for ch in prange(nchunk):
+        call(_avg_backward_runs_chunk, at, (
+            np.int64(ch), go, gog, gi, gig, dims, x, xg, skip, nchunk
+        ))
+
+
 @numba.njit(inline="always")
 def _scatter_lanes(a, b, sc, sw, W, nl, src):
     """``a[b + l * sc + w * sw] = src[w * LANES + l]`` for the first ``nl`` lanes: a lane-major
@@ -1560,6 +1606,7 @@ CHUNKS = {
     count_valid: _count_chunk,
     avg_pool_backward: _avg_backward_chunk,
     avg_pool_backward_lanes: _avg_backward_lanes_chunk,
+    avg_pool_backward_runs: _avg_backward_runs_chunk,
     max_pool: _max_chunk,
     first_bad_index: _first_bad_chunk,
     max_pool_backward: _max_backward_chunk,

@@ -94,6 +94,9 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_backward_lanes": (
         ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
     ),
+    "avg_pool_backward_runs": (
+        ("avg_pool_backward_runs",), False, _avg_backward((1, 3, 3), (1, 1, 1), 1)
+    ),
     "max_pool": (("max_pool",), True, _max),
     "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
     "max_pool_backward": (
