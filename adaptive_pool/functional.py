@@ -408,7 +408,8 @@ def _max_backward(name: str) -> Callable:
             try:
                 gi = None if run is None else run(grad_output, indices)
             except TypeError:
-                gi = storage_refused()
+                storage_refused()
+                gi = None
             if gi is not None:
                 return gi  # else an index outside its window: the long way raises
         layer = layer_for(grad_output, x, indices, out)

@@ -407,16 +407,16 @@ class CpuBackend:
         """
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
-        if _run_windows(tab, dims, ig, *(() if xg is None else (xg,))):
+        reads_x = xg is not None
+        if _run_windows(tab, dims, *((ig, xg) if reads_x else (ig,))):
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
-            skip = kernels.PLAIN if xg is None else kernels.SKIPNA
+            skip = kernels.SKIPNA if reads_x else kernels.PLAIN
 
             def call(run, gf, if_, xf):
-                if xg is None:  # x is not read
-                    run(gf, gg, if_, ig, dims, gf, gg, skip, nch)
-                else:
-                    run(gf, gg, if_, ig, dims, xf, xg, skip, nch)
+                # where x is not read, the gradients stand in for it
+                xf, xg_ = (xf, xg) if reads_x else (gf, gg)
+                run(gf, gg, if_, ig, dims, xf, xg_, skip, nch)
 
             return _bind(call, (run,), like)
         # NaN-skipping over windows one d deep, which the 8-planes kernel counts itself (a Dask
