@@ -97,7 +97,8 @@ def test_every_window_size_1_to_100(dtype, knobs):
 def test_3d_windows_and_the_default_choice(dtype):
     """Windows over d too (k runs over d, then h, then w), through the backend's own choice."""
     for shape, osz in [((1, 9, 5, 7, 9), (2, 3, 2)), ((1, 2, 4, 6, 6), (1, 1, 1)),
-                       ((1, 2, 3, 4, 40), (None, None, 1)), ((1, 2, 6, 7, 3), (1, 1, None))]:
+                       ((1, 2, 3, 4, 40), (None, None, 1)), ((1, 2, 6, 7, 3), (1, 1, None)),
+                       ((2, 3, 4, 5, 6), (None, 1, 1)), ((2, 3, 4, 5, 6), (1, None, 1))]:
         x = rand(shape, dtype, seed=3)
         y = ap.adaptive_avg_pool3d(x, osz)
         np.testing.assert_array_equal(bits(y), bits(ref.avg_pool_in_order(x, osz, 3)))

@@ -355,14 +355,10 @@ class CpuBackend:
             return "columns"
         if (
             sized_windows
-            and ow == 1
-            and xg[5] == 1
             and (itemsize != 2 or in_place or d * h * w <= _DECODED_BAND)
+            and _one_run(dims, xg)
         ):
-            # every window one run of memory: global pooling of contiguous planes, whole rows
-            plane = (d == 1 or xg[3] == h * w) and (h == 1 or xg[4] == w)
-            if (od == oh == 1 and plane) or (od == d and oh == h):
-                return "runs"
+            return "runs"
         # a 16-bit window band longer than the direct order's decoded band goes row by row
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
@@ -580,24 +576,33 @@ def _one_deep(tab: np.ndarray, dims) -> bool:
     return bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
 
 
-def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
-    """Whether every window in ``tab`` is one contiguous run of memory in arrays of these
-    geometries: whole rows (``ow == 1``) of whole planes (``oh == od == 1``) or of one h and d
-    each (``oh == h``, ``od == d``). From the tables: a Dask block's are not its sizes'."""
+def _one_run(dims, *geometries) -> bool:
+    """Whether each window of the sizes is one contiguous run of memory in arrays of these
+    geometries: whole rows (``ow == 1``), each of d and h whole (output extent 1) or one
+    element (output extent the input's), laid out as one run (global pooling of contiguous
+    planes, (None, 1), (None, 1, 1), ...)."""
     n, c, d, h, w, od, oh, ow = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_layout.py_func(dims)
-    if ow != 1 or tab[sw] != 0 or tab[ew] != w:
+    if ow != 1 or od not in (1, d) or oh not in (1, h):
         return False
-    for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh)):
-        starts, ends = tab[s : s + o], tab[e : e + o]
-        whole = o == 1 and starts[0] == 0 and ends[0] == i
-        single = o == i and (starts == np.arange(o)).all() and (ends == starts + 1).all()
-        if not (whole or single):
-            return False
     nd, nh = d // od, h // oh  # the window's extents
     return all(
         g[5] == 1 and (nh == 1 or g[4] == w) and (nd == 1 or g[3] == nh * w) for g in geometries
     )
+
+
+def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
+    """:func:`_one_run`, where ``tab`` holds the sizes' windows (a Dask block's may not)."""
+    if not _one_run(dims, *geometries):
+        return False
+    n, c, d, h, w, od, oh, ow = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_layout.py_func(dims)
+    for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh), (sw, ew, w, ow)):
+        starts, ends = tab[s : s + o], tab[e : e + o]
+        if o == 1 and (starts[0] != 0 or ends[0] != i):
+            return False
+        if o == i and ((starts != np.arange(o)).any() or (ends != starts + 1).any()):
+            return False
+    return True
 
 
 def _longest(i: int, o: int) -> int:
