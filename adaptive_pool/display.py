@@ -44,7 +44,7 @@ def window_preview(executor: Any) -> dict[str, dict[str, np.ndarray]]:
     # the kernels' singleton leading axes first, then the operator's own, by their names
     names = (None,) * (3 - executor.op.spatial) + executor.op.axes
     for name, i, o in zip(names, (d, h, w), (od, oh, ow)):
-        s_at, e_at, l_at, h_at, nxt = (int(v) for v in table_layout(i, o, base))
+        s_at, e_at, l_at, h_at, nxt = (int(v) for v in table_layout.py_func(i, o, base))
         result[name] = {
             "start": tab[s_at:e_at],
             "end": tab[e_at:l_at],

@@ -28,6 +28,7 @@ __all__ = [
     "cover_hi",
     "table_layout",
     "axes_layout",
+    "axes_offsets",
     "index_in_window",
     "table_size",
     "build_tables",
@@ -126,6 +127,18 @@ def axes_layout(dims):
     sd, ed, ld, hd, b = table_layout(D, OD, 0)
     sh, eh, lh, hh, b = table_layout(H, OH, b)
     sw, ew, lw, hw, _ = table_layout(W, OW, b)
+    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
+
+
+def axes_offsets(dims) -> tuple[int, ...]:
+    """:func:`axes_layout` for Python callers, through :func:`table_layout`'s own Python
+    function: its dispatcher, called from Python, compiles it (a quarter of a second in every
+    process)."""
+    _, _, D, H, W, OD, OH, OW = dims
+    layout = table_layout.py_func
+    sd, ed, ld, hd, b = layout(D, OD, 0)
+    sh, eh, lh, hh, b = layout(H, OH, b)
+    sw, ew, lw, hw, _ = layout(W, OW, b)
     return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
 
 

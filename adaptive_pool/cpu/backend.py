@@ -470,7 +470,7 @@ class CpuBackend:
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         # input rows of the largest block; one output row's window may be taken in parts
-        _, _, _, _, sh, eh, _, _, _, _, _, _ = windows.axes_layout.py_func(dims)
+        _, _, _, _, sh, eh, _, _, _, _, _, _ = windows.axes_offsets(dims)
         first = np.arange(0, oh, rpi)
         rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
         part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
@@ -571,7 +571,7 @@ def _c_order(strides, shape) -> bool:
 
 def _one_deep(tab: np.ndarray, dims) -> bool:
     """Whether every window of the d axis in ``tab`` is one element deep."""
-    sd, ed = windows.axes_layout.py_func(dims)[:2]
+    sd, ed = windows.axes_offsets(dims)[:2]
     od = dims[5]
     return bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
 
@@ -595,7 +595,7 @@ def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
     if not _one_run(dims, *geometries):
         return False
     n, c, d, h, w, od, oh, ow = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_layout.py_func(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_offsets(dims)
     for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh), (sw, ew, w, ow)):
         starts, ends = tab[s : s + o], tab[e : e + o]
         if o == 1 and (starts[0] != 0 or ends[0] != i):
