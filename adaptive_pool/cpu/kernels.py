@@ -973,14 +973,25 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                         for l in range(LANES):
                             gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
                 q = ((od - od0) * OH + oh) * WL
-                for w in range(W):
-                    for l in range(LANES):
-                        s[l] = 0
-                    for ow in range(wl[w], wh[w]):
+                if W >= 8 * OW:
+                    # long windows (8 or more on average): each output's share added over its
+                    # window, in ascending ow as the gather below (the same bits), one
+                    # contiguous run each: 0.6-0.75x the gather's time on 1x256x559 -> 11
+                    for k in range(WL):
+                        part[np.uint64(q + k)] = 0
+                    for ow in range(OW):
+                        for w in range(tab[sw + ow], tab[ew + ow]):
+                            for l in range(LANES):
+                                part[np.uint64(q + w * LANES + l)] += gv[ow * LANES + l]
+                else:
+                    for w in range(W):
                         for l in range(LANES):
-                            s[l] += gv[np.uint64(ow * LANES + l)]
-                    for l in range(LANES):
-                        part[np.uint64(q + w * LANES + l)] = s[l]
+                            s[l] = 0
+                        for ow in range(wl[w], wh[w]):
+                            for l in range(LANES):
+                                s[l] += gv[np.uint64(ow * LANES + l)]
+                        for l in range(LANES):
+                            part[np.uint64(q + w * LANES + l)] = s[l]
         ib = i0 + n * in_ + c0 * ic + d * id_
         for h in range(H):
             lo, hi = tab[lh + h], tab[hh + h]
