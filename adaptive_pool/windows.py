@@ -18,6 +18,8 @@ take scalars only, never arrays. Executors precompute per-axis tables with them 
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 
@@ -130,16 +132,14 @@ def axes_layout(dims):
     return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
 
 
-def axes_offsets(dims) -> tuple[int, ...]:
-    """:func:`axes_layout` for Python callers, through :func:`table_layout`'s own Python
-    function: its dispatcher, called from Python, compiles it (a quarter of a second in every
-    process)."""
-    _, _, D, H, W, OD, OH, OW = dims
-    layout = table_layout.py_func
-    sd, ed, ld, hd, b = layout(D, OD, 0)
-    sh, eh, lh, hh, b = layout(H, OH, b)
-    sw, ew, lw, hw, _ = layout(W, OW, b)
-    return sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw
+#: :func:`axes_layout` for Python callers: its own body (code object), run with
+#: :func:`table_layout`'s Python function, whose dispatcher, called from Python, would compile
+#: it (a quarter of a second in every process).
+axes_offsets = types.FunctionType(
+    axes_layout.py_func.__code__,
+    {**globals(), "table_layout": table_layout.py_func},
+    "axes_offsets",
+)
 
 
 @numba.njit(inline="always")
