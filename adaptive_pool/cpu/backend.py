@@ -515,7 +515,7 @@ class CpuBackend:
             follow = _c_order(gg[1:], outs) and _c_order(jg[1:], outs)
             follow = follow and _c_order(ig[1:], (n, c, d, h, w))
             group = max(1, _SPARSE_GROUP // (m + plane)) if follow else 1
-            lo, nn = (np.tile(t, (1, group)) for t in kernels.window_bounds(tab, dims))
+            lo, nn = kernels.window_bounds(tab, dims, group)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
             write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
             cch = 1 if cserial else sparse_chunks

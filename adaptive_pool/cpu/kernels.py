@@ -1411,21 +1411,32 @@ def max_pool_backward(at, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, n
         ))
 
 
-@numba.njit(inline="always")
+@numba.njit(**_BODY)
 def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
-    """``keys[q]``: index ``src[b + q]`` clamped into the plane, for the ``m`` outputs of one
-    plane; returns the first ``q`` whose index is outside its window (``lo``/``nn``: each
-    output's window start and length per axis), or -1.
+    """``keys[q]``: index ``src[b + q]`` clamped into its plane plus the plane's offset in the
+    group (``lo[3, q]``), for ``m`` outputs of consecutive planes; returns the first ``q`` whose
+    index is outside its window (``lo[:3]``/``nn``: each output's window start and length per
+    axis), or -1.
 
-    One loop over the plane in int32, dividing through the float64 reciprocals ``rw = 1 / W``
-    and ``rh = 1 / H``, which are exact for ``0 <= k < 2**31`` (``(k + 0.5) / W`` stays more
-    than ``0.5 / W`` from an integer, and its rounding error is far smaller): it vectorises,
-    where the same check output by output, between the gradient additions, took 13 cycles an
-    index.
+    One loop over the outputs in int32 that vectorises, where the same check output by output,
+    between the gradient additions, took 13 cycles an index. Planes of one row (1-D problems)
+    compare the index itself (0.28 ns an index here, against 0.94); others divide through the
+    float64 reciprocals ``rw = 1 / W`` and ``rh = 1 / H``, which are exact for
+    ``0 <= k < 2**31`` (``(k + 0.5) / W`` stays more than ``0.5 / W`` from an integer, and its
+    rounding error is far smaller). Compiled apart, not inlined: it touches no data, so every
+    dtype shares it (one compile per index dtype), for one call per group of planes.
     """
     W32, H32 = np.int32(W), np.int32(H)
     zero, top = np.int32(0), np.int32(plane - 1)  # int32 bounds keep int32 indices int32
     first = np.int32(m)
+    if plane == W:
+        for q in range(m):
+            k = src[np.uint64(b + q)]
+            kk = np.int32(min(max(k, zero), top))
+            ok = (k == kk) & (np.uint32(kk - lo[2, q]) < np.uint32(nn[2, q]))
+            keys[q] = kk + lo[3, q]
+            first = min(first, np.int32(m) if ok else np.int32(q))
+        return -1 if first == m else np.int64(first)
     for q in range(m):
         k = src[np.uint64(b + q)]
         kk = np.int32(min(max(k, zero), top))
@@ -1439,7 +1450,7 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
             & (np.uint32(h - lo[1, q]) < np.uint32(nn[1, q]))
             & (np.uint32(w - lo[2, q]) < np.uint32(nn[2, q]))
         )
-        keys[q] = kk
+        keys[q] = kk + lo[3, q]
         first = min(first, np.int32(m) if ok else np.int32(q))
     return -1 if first == m else np.int64(first)
 
@@ -1453,22 +1464,25 @@ def _one_run(sd, sh, sw, D, H, W):
 
 
 @numba.njit(**_BODY)
-def window_bounds(tab, dims):
-    """``(lo, nn)``: the start and length of each output's window per axis, ``(3, m)`` int32
-    in the outputs' C order."""
-    _, _, _, _, _, OD, OH, OW = dims
+def window_bounds(tab, dims, group):
+    """``(lo, nn)`` for ``group`` consecutive planes, each of their outputs in C order:
+    ``lo[:3]``/``nn`` the start and length of its window per axis, ``lo[3]`` its plane's offset
+    in the group (int32: a group spans at most ``2**31`` elements)."""
+    _, _, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     m = OD * OH * OW
-    lo = np.empty((3, m), np.int32)
-    nn = np.empty((3, m), np.int32)
+    lo = np.empty((4, group * m), np.int32)
+    nn = np.empty((3, group * m), np.int32)
     q = 0
-    for od in range(OD):
-        for oh in range(OH):
-            for ow in range(OW):
-                lo[0, q], nn[0, q] = tab[sd + od], tab[ed + od] - tab[sd + od]
-                lo[1, q], nn[1, q] = tab[sh + oh], tab[eh + oh] - tab[sh + oh]
-                lo[2, q], nn[2, q] = tab[sw + ow], tab[ew + ow] - tab[sw + ow]
-                q += 1
+    for t in range(group):
+        for od in range(OD):
+            for oh in range(OH):
+                for ow in range(OW):
+                    lo[0, q], nn[0, q] = tab[sd + od], tab[ed + od] - tab[sd + od]
+                    lo[1, q], nn[1, q] = tab[sh + oh], tab[eh + oh] - tab[sh + oh]
+                    lo[2, q], nn[2, q] = tab[sw + ow], tab[ew + ow] - tab[sw + ow]
+                    lo[3, q] = t * D * H * W
+                    q += 1
     return lo, nn
 
 
@@ -1541,26 +1555,19 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                 for r in range(g_rows):
                     load_row(go, gb + (r // OH) * gd + (r % OH) * gh, 1 if g_one else gw,
                              B * g_len, gv[r * g_len :])
-                # q counts from t * m, not 0: unsigned indices (see access) keep the loops
-                # free of numba's wraparound test, which cost 1.3-2x here
+                # keys are offsets in the group: one loop over its outputs, in ascending order
                 if decodes(gi):
-                    for t in range(B):
-                        for q in range(t * m, t * m + m):
-                            u = np.uint64(q)
-                            sums[np.uint64(t * plane + keys[u])] += gv[u]
+                    for q in range(B * m):
+                        sums[np.uint64(keys[q])] += gv[q]
                     if not whole:
-                        for t in range(B):
-                            for q in range(t * m, t * m + m):
-                                k = t * plane + keys[np.uint64(q)]
-                                put(gi, ib + k, sums[np.uint64(k)])
-                        for t in range(B):
-                            for q in range(t * m, t * m + m):
-                                sums[np.uint64(t * plane + keys[np.uint64(q)])] = 0
+                        for q in range(B * m):
+                            k = keys[q]
+                            put(gi, ib + k, sums[np.uint64(k)])
+                        for q in range(B * m):
+                            sums[np.uint64(keys[q])] = 0
                 else:  # the result's own elements are float accumulators
-                    for t in range(B):
-                        for q in range(t * m, t * m + m):
-                            u = np.uint64(q)
-                            gi[np.uint64(ib + t * plane + keys[u])] += gv[u]
+                    for q in range(B * m):
+                        gi[np.uint64(ib + keys[q])] += gv[q]
             if whole:
                 store_row(gi, ib, 1, B * plane, sums, 0)
         p += B
@@ -1583,7 +1590,7 @@ def max_pool_backward_sparse(
     A work item is ``group`` consecutive ``(n, c)`` planes where planes follow each other in
     all three arrays (one check, one zeroing and one gradient load for many small planes), else
     one plane. It first checks all its indices (:func:`_check_plane`; ``lo`` and ``nn`` are
-    the windows' bounds, :func:`window_bounds`, repeated ``group`` times): ``bad[p]`` is the
+    the windows' bounds of a group, :func:`window_bounds`): ``bad[p]`` is the
     position in plane p of its first index outside its window, -1 for the planes before that
     one in the item, which is left zero, and no index is ever used unchecked. Without ``write``
     it stops there and ``gi`` is untouched (a caller's result is checked whole before any of it
