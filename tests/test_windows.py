@@ -196,3 +196,31 @@ def test_division_by_multiplication_is_exact(m):
     q, r = _magic_divmods(ks, m)
     np.testing.assert_array_equal(q, ks // m)
     np.testing.assert_array_equal(r, ks % m)
+
+
+@pytest.mark.parametrize(
+    "dhw",
+    [(1, 1, 7), (1, 3, 5), (2, 9, 10), (7, 13, 1), (1, 2**11, 2**11), (1, 2**11 - 1, 2**11 + 1),
+     (3, 1021, 1367), (64, 256, 256), (1, 1, 2**22), (2**22, 1, 1), (5, 7**5, 49), (2, 3, 699050)],
+)
+def test_the_sparse_max_backward_check_divides_exactly(dhw):
+    """The sparse max backward splits each index into (d, h, w) in float32 for planes of up to
+    2**22 elements: with one-element windows at the true position, every index passes."""
+    D, H, W = dhw
+    plane = D * H * W
+    assert plane <= 2**22
+    rng = np.random.default_rng(plane)
+    edges = [q * s + e for s in (W, H * W) for q in (0, 1, plane // s - 1) for e in (-1, 0, 1)]
+    ks = np.concatenate([edges, [plane - 1], rng.integers(0, plane, 4000)]).astype(np.int32)
+    ks = ks[(ks >= 0) & (ks < plane)]
+    d, r = np.divmod(ks, H * W)
+    h, w = np.divmod(r, W)
+    lo = np.stack([d, h, w, np.zeros_like(ks)]).astype(np.int32)
+    nn = np.ones((3, ks.size), np.int32)
+    keys = np.empty(ks.size, np.int32)
+    rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
+    first = kernels._check_plane(ks, 0, ks.size, plane, W, H, rw, rh, lo, nn, keys)
+    assert first == -1
+    np.testing.assert_array_equal(keys, ks)
+    lo[2] += 1  # every window now starts one column to the right of its index
+    assert kernels._check_plane(ks, 0, ks.size, plane, W, H, rw, rh, lo, nn, keys) == 0

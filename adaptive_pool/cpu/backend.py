@@ -507,6 +507,7 @@ class CpuBackend:
         planes, plane = n * c, d * h * w
         sparse_chunks = self._sparse_chunks(planes)
         sparse = plane * sparse_chunks <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
+        sparse = sparse and plane <= _SPARSE_PLANE
         # dense planes: an element's address is its plane's plus its flat index
         if sparse and _c_order(ig[3:], (d, h, w)):
             m = od * oh * ow
@@ -669,6 +670,10 @@ _SPARSE_SCRATCH = 1 << 24
 #: 1x256x559 -> 11 against 1024). 16384 made 16-bit planes of 1000 elements 1.4-1.6x slower
 #: (a group's float sums no longer fit the L1 cache).
 _SPARSE_GROUP = 1 << 12
+
+#: Elements per plane up to which the sparse max backward takes them (its index check
+#: divides in float32, exact up to 2**22: ``kernels._check_plane``).
+_SPARSE_PLANE = 1 << 22
 
 #: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an
 #: output) and a plane of checked indices per chunk (4 bytes an output).

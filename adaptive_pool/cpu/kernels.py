@@ -1421,13 +1421,15 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
     One loop over the outputs in int32 that vectorises, where the same check output by output,
     between the gradient additions, took 13 cycles an index. Planes of one row (1-D problems)
     compare the index itself (0.28 ns an index here, against 0.94); others divide through the
-    float64 reciprocals ``rw = 1 / W`` and ``rh = 1 / H``, which are exact for
-    ``0 <= k < 2**31`` (``(k + 0.5) / W`` stays more than ``0.5 / W`` from an integer, and its
-    rounding error is far smaller). Compiled apart, not inlined: it touches no data, so every
+    float32 reciprocals ``rw = 1 / W`` and ``rh = 1 / H`` (twice the vector lanes of float64:
+    20-30% less time), exact for planes up to ``2**22`` elements: ``(k + 0.5) / W`` lies at
+    least ``0.5 / W`` from an integer, and two roundings err by less than
+    ``(k + 0.5) / W * 2**-23``. Compiled apart, not inlined: it touches no data, so every
     dtype shares it (one compile per index dtype), for one call per group of planes.
     """
     W32, H32 = np.int32(W), np.int32(H)
     zero, top = np.int32(0), np.int32(plane - 1)  # int32 bounds keep int32 indices int32
+    half = np.float32(0.5)
     first = np.int32(m)
     if plane == W:
         for q in range(m):
@@ -1440,9 +1442,9 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
     for q in range(m):
         k = src[np.uint64(b + q)]
         kk = np.int32(min(max(k, zero), top))
-        r = np.int32((kk + 0.5) * rw)
+        r = np.int32((np.float32(kk) + half) * rw)
         w = np.int32(kk - r * W32)
-        d = np.int32((r + 0.5) * rh)
+        d = np.int32((np.float32(r) + half) * rh)
         h = np.int32(r - d * H32)
         ok = (
             (k == kk)
@@ -1515,7 +1517,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
         for k in range(sums.size):
             sums[k] = 0
     found = np.int64(-1)
-    rw, rh = 1.0 / W, 1.0 / H
+    rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
     p = p_lo
     n = p_lo // C
     c = p_lo - n * C
@@ -1602,7 +1604,7 @@ def max_pool_backward_sparse(
     takes its gradients in ascending output order: bit for bit the gather's result. Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
-    ``2**31`` elements (the backend bounds them lower).
+    ``2**22`` elements (:func:`_check_plane`).
     """
     for ch in prange(nchunk):
         call(_sparse_chunk, at, (
