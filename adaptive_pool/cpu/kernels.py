@@ -1510,12 +1510,9 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     sums = scratch(go, group * plane if decodes(gi) and write else 0)
     # 16-bit planes with an output per four elements or more: the group's float sums are
     # zeroed, then encoded whole (two vectorised passes) instead of zeroing ``gi`` and
-    # encoding each output's element (three scalar ones); otherwise they are zeroed once here
-    # and cleared again where touched
+    # encoding each output's element (three scalar ones); otherwise only the sums the group's
+    # outputs touch are zeroed
     whole = decodes(gi) and 4 * m >= plane
-    if not whole:
-        for k in range(sums.size):
-            sums[k] = 0
     found = np.int64(-1)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
     p = p_lo
@@ -1559,14 +1556,15 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                              B * g_len, gv[r * g_len :])
                 # keys are offsets in the group: one loop over its outputs, in ascending order
                 if decodes(gi):
+                    if not whole:
+                        for q in range(B * m):
+                            sums[np.uint64(keys[q])] = 0
                     for q in range(B * m):
                         sums[np.uint64(keys[q])] += gv[q]
                     if not whole:
                         for q in range(B * m):
                             k = keys[q]
                             put(gi, ib + k, sums[np.uint64(k)])
-                        for q in range(B * m):
-                            sums[np.uint64(keys[q])] = 0
                 else:  # the result's own elements are float accumulators
                     for q in range(B * m):
                         gi[np.uint64(ib + keys[q])] += gv[q]
@@ -1598,9 +1596,9 @@ def max_pool_backward_sparse(
     it stops there and ``gi`` is untouched (a caller's result is checked whole before any of it
     is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
-    accumulators; a 16-bit one adds into ``sums``, planes of float accumulators (zeroed once per
-    chunk and cleared again where they were touched, or, with an output per four elements or
-    more, zeroed per item and encoded whole), so each element's sum starts from +0.0 and
+    accumulators; a 16-bit one adds into ``sums``, planes of float accumulators (zeroed where the
+    item's outputs land, or, with an output per four elements or more, zeroed whole and
+    encoded whole), so each element's sum starts from +0.0 and
     takes its gradients in ascending output order: bit for bit the gather's result. Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
