@@ -356,7 +356,7 @@ class CpuBackend:
         if (
             sized_windows
             and (itemsize != 2 or in_place or d * h * w <= _DECODED_BAND)
-            and _one_run(dims, xg)
+            and _windows_are_runs(dims, xg)
         ):
             return "runs"
         # a 16-bit window band longer than the direct order's decoded band goes row by row
@@ -417,7 +417,7 @@ class CpuBackend:
             return _bind(call, (run,), like)
         # NaN-skipping over windows one d deep, which the 8-planes kernel counts itself (a Dask
         # block's tables may have od == d with deeper windows: they keep their global extent)
-        counting = xg is not None and od == d and _one_deep(tab, dims)
+        counting = reads_x and od == d and _one_deep(tab, dims)
         lanes = self._lanes(dims, counting)
         if lanes:
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
@@ -434,7 +434,7 @@ class CpuBackend:
             def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, rpi, xf, xg, cnt, skip, nch)
 
-        if xg is None:  # x and counts are not read
+        if not reads_x:  # x and counts are not read
 
             def call(run, gf, if_, xf):
                 gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
@@ -577,7 +577,7 @@ def _one_deep(tab: np.ndarray, dims) -> bool:
     return bool((tab[ed : ed + od] - tab[sd : sd + od] == 1).all())
 
 
-def _one_run(dims, *geometries) -> bool:
+def _windows_are_runs(dims, *geometries) -> bool:
     """Whether each window of the sizes is one contiguous run of memory in arrays of these
     geometries: whole rows (``ow == 1``), each of d and h whole (output extent 1) or one
     element (output extent the input's), laid out as one run (global pooling of contiguous
@@ -585,15 +585,14 @@ def _one_run(dims, *geometries) -> bool:
     n, c, d, h, w, od, oh, ow = dims
     if ow != 1 or od not in (1, d) or oh not in (1, h):
         return False
-    nd, nh = d // od, h // oh  # the window's extents
-    return all(
-        g[5] == 1 and (nh == 1 or g[4] == w) and (nd == 1 or g[3] == nh * w) for g in geometries
-    )
+    extents = (d // od, h // oh, w)
+    return all(g[5] == 1 and _c_order(g[3:], extents) for g in geometries)
 
 
 def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
-    """:func:`_one_run`, where ``tab`` holds the sizes' windows (a Dask block's may not)."""
-    if not _one_run(dims, *geometries):
+    """:func:`_windows_are_runs`, where ``tab`` holds the sizes' windows (a Dask block's may
+    not)."""
+    if not _windows_are_runs(dims, *geometries):
         return False
     n, c, d, h, w, od, oh, ow = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_offsets(dims)

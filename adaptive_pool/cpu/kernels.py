@@ -27,9 +27,9 @@ side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global po
 (None, 1)). skipna is a compile-time flag (:data:`SKIPNA`): the plain kernels compile exactly
 as without it. The average backward reduces along w once per covering output row and adds
 whole rows (or writes each window's share over it, where every window is a run of memory:
-:func:`avg_pool_backward_runs`), and the max backward fills blocks of rows, both decoding and encoding through
-unit-stride loops that LLVM vectorises (:func:`~adaptive_pool.cpu.access.load_row` and
-``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
+:func:`avg_pool_backward_runs`), and the max backward fills blocks of rows, both decoding and
+encoding through unit-stride loops that LLVM vectorises
+(:func:`~adaptive_pool.cpu.access.load_row` and ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
 elements that receive a gradient (:func:`max_pool_backward_sparse`). The max forward reduces one
 axis at a time, keeping the first position of each maximum as it goes (:func:`max_pool`).
 """
