@@ -64,6 +64,11 @@ AVG = [((2, 3, 8, 8), (3, 3)), ((1, 4, 7, 9), (3, 4)), ((2, 2, 5, 6), (7, 9)), (
 MAX = [((2, 3, 4, 8, 8), (2, 3, 3)), ((1, 2, 5, 7, 9), (3, 3, 4)), ((1, 2, 3, 4, 5), (5, 6, 7)),
        ((3, 4, 6, 6), (2, 3, 2)), ((2, 2, 3, 11, 13), (3, 4, 5)), ((1, 3, 2, 5, 5), (1, 1, 1)),
        ((1, 2, 4, 4, 4), (4, 4, 4)), ((2, 3, 1, 16, 9), (1, 5, 9))]
+# skipna-only shapes: windows that are runs of memory, then 8-planes shapes
+RUNS = [((2, 3, 7, 7), (1, 1)), ((2, 4, 9, 70), (1, 1)), ((2, 5, 6, 37), (6, 1)), ((3, 4, 70), (1,)),
+        ((2, 6, 33), (1,)), ((1, 3, 4, 5, 6), (1, 1, 1)), ((1, 3, 4, 5, 33), (4, 5, 1)),
+        ((2, 3, 4, 6, 8), (4, 1, 1)), ((1, 9, 4, 5, 6), (3, 2, 4)), ((2, 8, 5, 7, 9), (2, 3, 4)),
+        ((1, 10, 13), (5,)), ((1, 12, 6, 7), (4, 3))]
 AVG3 = [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7)), ((1, 2, 6, 6, 6), (2, 2, 2))]
 
 def run_all():
@@ -91,6 +96,15 @@ def run_all():
                 for vn, gv in views(rng, go):
                     res[f"maxb/{dn}/{si}/{sp}/{vn}"] = bits(ap.adaptive_max_pool3d_backward(gv, x, i))
                     res[f"maxb/{dn}/{si}/{sp}/{vn}/i64"] = bits(ap.adaptive_max_pool3d_backward(gv, x, i.astype(np.int64)))
+        # skipna: NaN-laden data, windows that are runs of memory among them
+        for si, (xs, ys) in enumerate(AVG + RUNS):
+            x = data(rng, xs, dt, special=True)
+            f = getattr(ap, f"adaptive_avg_pool{len(ys)}d")
+            fb = getattr(ap, f"adaptive_avg_pool{len(ys)}d_backward")
+            go = data(rng, xs[:-len(ys)] + ys, dt)
+            for vn, xv in views(rng, x):
+                res[f"avgs/{dn}/{si}/{vn}"] = bits(f(xv, ys, skipna=True))
+                res[f"avgsb/{dn}/{si}/{vn}"] = bits(fb(go, xv, skipna=True))
         # avg with D > 1 through the backend directly (one kernel, D as a real axis)
         st = STORE[np.dtype(dt)]
         for si, (xs, ys) in enumerate(AVG3):

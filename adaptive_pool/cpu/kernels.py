@@ -44,7 +44,7 @@ from numba.extending import overload
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
 from .calls import call
-from .lanes import run_sum, vector_runs
+from .lanes import add_numbers, run_count, run_fill, run_sum, vector_runs, zero_nan
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
 #: does a chunk's work (``_BODY``) through its address ``at`` (:mod:`~adaptive_pool.cpu.calls`).
@@ -542,28 +542,6 @@ def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         ))
 
 
-@numba.njit(inline="always")
-def _lane_run_sum(src, b, n, lanes, skip):
-    """The lane-order sum of the unit-stride run ``src[b:b+n]`` of a float32 or float64 array
-    (a whole window) and its count, in scalar code: with :data:`SKIPNA` through ``lanes`` (NaN
-    adds +0.0 and is not counted), else :func:`_combine1` of the 32 lanes."""
-    _zero(lanes, SUM_LANES)
-    z = acc(src, 0)
-    cnt = 0
-    for j in range((n + SUM_LANES - 1) >> 5):
-        o = b + (j << 5)
-        for i in range(min(SUM_LANES, n - (j << 5))):
-            v = get(src, o + i)
-            if skip is not None:
-                ok = v == v
-                lanes[i] += v if ok else z
-                cnt += np.int64(ok)
-            else:
-                lanes[i] += v
-    _combine1(lanes, n)
-    return lanes[0], cnt if skip is not None else n
-
-
 def _vector_source(x, b, n, buf):  # pragma: no cover - typing stub
     raise NotImplementedError
 
@@ -584,32 +562,26 @@ def _vector_source_impl(x, b, n, buf):
 
 
 @numba.njit(inline="always")
-def _run_sum(x, b, n, buf, lanes, skip):
+def _run_sum(x, b, n, buf, skip):
     """The lane-order sum of the unit-stride run ``x[b:b+n]`` (a whole window) and its count
     (non-NaN with :data:`SKIPNA`): LLVM vector code (:func:`~adaptive_pool.cpu.lanes.run_sum`,
-    16-bit runs decoded in its registers), or with :data:`SKIPNA` :func:`_lane_run_sum` (16-bit
-    runs decoded into ``buf`` first, one unit-stride loop). ``buf``: see :func:`_run_buf`."""
-    if skip is not None:
-        if decodes(x):
-            load_row(x, b, 1, n, buf)
-            return _lane_run_sum(buf, 0, n, lanes, skip)
-        return _lane_run_sum(x, b, n, lanes, skip)
+    16-bit runs decoded in its registers, or into ``buf`` first where float16 has no vector
+    conversion; see :func:`_run_buf`)."""
     src, sb = _vector_source(x, b, n, buf)
-    return run_sum(src, sb, n), n
+    return run_sum(src, sb, n, skip)
 
 
-def _run_buf(x, n, skip):  # pragma: no cover - typing stub
+def _run_buf(x, n):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_run_buf, inline="always")
-def _run_buf_impl(x, n, skip):
+def _run_buf_impl(x, n):
     """The decoding scratch of :func:`_run_sum` for runs of ``n`` elements (empty where the
     run is summed in place)."""
-    skip_on = not isinstance(skip, types.NoneType)
-    if x.dtype in (types.float32, types.float64) or (not skip_on and vector_runs(x.dtype)):
-        return lambda x, n, skip: scratch(x, 0)
-    return lambda x, n, skip: scratch(x, n)
+    if vector_runs(x.dtype):
+        return lambda x, n: scratch(x, 0)
+    return lambda x, n: scratch(x, n)
 
 
 @numba.njit(**_BODY)
@@ -620,8 +592,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
     y0, yn, yc, yd, yh, _ = yg
     V = (D // OD) * (H // OH) * W
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
-    lanes = scratch(x, SUM_LANES)
-    buf = _run_buf(x, V, skip)
+    buf = _run_buf(x, V)
     # contiguous input and result (the usual case): item r's run starts at x0 + r * V and its
     # mean goes to y0 + r, without the per-item index arithmetic (half the time of a 7x7
     # window). One call site of _run_sum: each is another inlined copy to compile.
@@ -636,7 +607,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
             b = x0 + n * xn + c * xc + od * xd + oh * xh
             yo = y0 + n * yn + c * yc + od * yd + oh * yh
             oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
-        t, k = _run_sum(x, b, V, buf, lanes, skip)
+        t, k = _run_sum(x, b, V, buf, skip)
         put(y, yo, _mean(x, t, k))
 
 
@@ -685,18 +656,21 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
             cnt[np.uint64(r0 + ow)] = 0
         rows = 0
         for d in range(tab[sd + od], tab[ed + od]):
-            for h in range(tab[sh + oh], tab[eh + oh]):
+            h, h1 = tab[sh + oh], tab[eh + oh]
+            while h < h1:
+                nr = min(h1 - h, COUNT_FLUSH - rows)
                 b = xb + d * xd + h * xh
-                # the band's non-NaN elements per column: a unit-stride loop that vectorises
+                # the band's non-NaN elements per column: at unit stride, vector code that
+                # keeps each column block's counts in registers over the rows
                 if xw == 1:
-                    for w in range(W):
-                        v = get(x, b + w)
-                        col[w] += np.int32(v == v)
+                    add_numbers(col, x, b, W, nr, xh)
                 else:
-                    for w in range(W):
-                        v = get(x, b + w * xw)
-                        col[w] += np.int32(v == v)
-                rows += 1
+                    for r in range(nr):
+                        for w in range(W):
+                            v = get(x, b + r * xh + w * xw)
+                            col[w] += np.int32(v == v)
+                rows += nr
+                h += nr
                 if rows == COUNT_FLUSH:
                     _flush_counts(col, ws, we, cnt, r0)
                     rows = 0
@@ -839,14 +813,8 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, dims, x, xg, skip, nchunk):
         b = i0 + n * in_ + c * ic + od * id_ + oh * ih_
         if skip is not None:
             xb = x0 + n * xn + c * xc + od * xd + oh * xh
-            k = np.int64(0)
-            for e in range(V):
-                v = get(x, xb + e)
-                k += np.int64(v == v)
-            share = enc(gi, z + g / acc(go, k))
-            for e in range(V):
-                v = get(x, xb + e)
-                gi[np.uint64(b + e)] = share if v == v else nan_share
+            share = enc(gi, z + g / acc(go, run_count(x, xb, V)))
+            run_fill(gi, b, x, xb, V, share, nan_share)
         else:
             share = enc(gi, z + g / acc(go, V))
             for e in range(V):
@@ -906,10 +874,17 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     cl = np.empty(LANES, np.int64)
     xl = np.empty(LANES, np.int64)
     fused = skip is not None and cnt.size == 0
-    okv = np.empty(H * WL if skip is not None else 0, np.int32)
-    colc = np.empty(WL if fused else 0, np.int32)
-    cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     x0, xn, xc, xd, xh, xw = xg
+    # planes stored as runs from planes of ``x`` that are runs too: ``x`` is tested plane by
+    # plane at unit stride, as the planes are stored and counted (no lane-major validity)
+    x_run = skip is not None and plane_run and xw == 1 and xh == W
+    # and counted plane by plane where rows are long enough for vector code to pay
+    x_count = fused and x_run and W >= 16
+    okv = np.empty(H * WL if skip is not None and not x_run or fused and not x_count else 0,
+                   np.int32)
+    colc = np.empty(WL if fused and not x_count else 0, np.int32)
+    colp = np.empty(W if x_count else 0, np.int32)
+    cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
@@ -920,8 +895,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             lane[l] = min(l, nl - 1) * gc
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
-        if skip is not None:
-            xb = x0 + n * xn + c0 * xc + d * xd
+        xb = x0 + n * xn + c0 * xc + d * xd
+        if okv.size != 0:
             for h in range(H):
                 for w in range(W):
                     o = xb + h * xh + w * xw
@@ -931,19 +906,31 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                         okv[q + l] = np.int32(v == v)
         if fused:  # exact integers: rows of columns, then columns of windows
             for oh in range(OH):
-                for k in range(WL):
-                    colc[k] = 0
-                for h in range(tab[sh + oh], tab[eh + oh]):
-                    q = h * WL
-                    for k in range(WL):
-                        colc[k] += okv[np.uint64(q + k)]
-                for ow in range(OW):
-                    q = (oh * OW + ow) * LANES
+                h0, h1 = tab[sh + oh], tab[eh + oh]
+                if x_count:  # each plane's band counted at unit stride
                     for l in range(LANES):
-                        cw[q + l] = 0
-                    for w in range(tab[sw + ow], tab[ew + ow]):
+                        for w in range(W):
+                            colp[w] = 0
+                        add_numbers(colp, x, xb + xl[l] + h0 * W, W, h1 - h0, W)
+                        for ow in range(OW):
+                            m = np.int32(0)
+                            for w in range(tab[sw + ow], tab[ew + ow]):
+                                m += colp[w]
+                            cw[(oh * OW + ow) * LANES + l] = m
+                else:
+                    for k in range(WL):
+                        colc[k] = 0
+                    for h in range(h0, h1):
+                        q = h * WL
+                        for k in range(WL):
+                            colc[k] += okv[np.uint64(q + k)]
+                    for ow in range(OW):
+                        q = (oh * OW + ow) * LANES
                         for l in range(LANES):
-                            cw[q + l] += colc[np.uint64(w * LANES + l)]
+                            cw[q + l] = 0
+                        for w in range(tab[sw + ow], tab[ew + ow]):
+                            for l in range(LANES):
+                                cw[q + l] += colc[np.uint64(w * LANES + l)]
         od0, od1 = tab[ld + d], tab[hd + d]
         if part.size < (od1 - od0) * OH * WL:
             part = scratch(go, (od1 - od0) * OH * WL)
@@ -997,8 +984,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         for h in range(H):
             lo, hi = tab[lh + h], tab[hh + h]
             _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
-        if skip is not None:  # NaN inputs get +0.0
-            z = acc(go, 0)
+        z = acc(go, 0)
+        if skip is not None and not x_run:  # NaN inputs get +0.0
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
@@ -1007,6 +994,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             for l in range(nl):
                 for k in range(H * W):
                     put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
+                if x_run:  # NaN inputs get +0.0, the plane still in cache
+                    zero_nan(gi, ib + l * ic, x, xb + xl[l], H * W, enc(gi, z))
         else:
             for h in range(H):
                 row = rows[h * WL :]

@@ -1,4 +1,10 @@
-"""The lane-order sum of a contiguous run, written as LLVM vector code (CPU only).
+"""Vector code over contiguous runs of memory, written as LLVM vector IR (CPU only): the
+lane-order sum of a run (:func:`run_sum`, NaN-skipping or not), and what the NaN-skipping
+averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
+counts over rows (:func:`add_numbers`), write a share where ``x`` is a number
+(:func:`run_fill`), set the result to zero where it is NaN (:func:`zero_nan`). Each works in
+blocks of 32 elements and a masked load (or store) for the last ``n % 32``, so a short run is
+one masked operation, not a scalar loop.
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -69,9 +75,97 @@ def _decode(builder, v, dtype, acc_ty):
     return v
 
 
+#: The bits of +inf (the largest pattern below NaN once the sign is cleared) of 16-bit storage.
+_INF16 = {types.int16: 0x7F80, types.uint16: 0x7C00}
+
+
+def _numbers(builder, v, dtype):
+    """Which lanes of a vector of stored elements are not NaN (``<32 x i1>``). 16-bit patterns
+    are tested as integers (no conversion needed, F16C or not)."""
+    if dtype in _INF16:
+        t = ir.VectorType(ir.IntType(16), _LANES)
+        a = builder.and_(v, ir.Constant(t, [0x7FFF] * _LANES))
+        return builder.icmp_unsigned("<=", a, ir.Constant(t, [_INF16[dtype]] * _LANES))
+    return builder.fcmp_ordered("ord", v, v)
+
+
+def _blocks(builder, n, block):
+    """``block(offset, mask)`` for every whole block of 32 elements of a run of ``n`` (``mask``
+    None), then for its last ``n % 32`` elements if any (``mask``: their lanes)."""
+    i64 = ir.IntType(64)
+    nfull = builder.lshr(n, ir.Constant(i64, 5))
+    with cgutils.for_range(builder, nfull) as loop:
+        block(builder.shl(loop.index, ir.Constant(i64, 5)), None)
+    r = builder.and_(n, ir.Constant(i64, _LANES - 1))
+    with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(i64, 0))):
+        i32, i32v = ir.IntType(32), ir.VectorType(ir.IntType(32), _LANES)
+        rv = builder.insert_element(ir.Constant(i32v, None), builder.trunc(r, i32),
+                                    ir.Constant(i32, 0))
+        rv = builder.shuffle_vector(rv, rv, ir.Constant(i32v, [0] * _LANES))
+        block(builder.shl(nfull, ir.Constant(i64, 5)),
+              builder.icmp_unsigned("<", ir.Constant(i32v, list(range(_LANES))), rv))
+
+
+def _masked(builder, op, vec, ptr, size, mask, value=None):
+    """``llvm.masked.load`` (``value`` None; lanes outside ``mask`` read nothing and are 0) or
+    ``llvm.masked.store`` of ``value`` at ``ptr``."""
+    i32 = ir.IntType(32)
+    align = ir.Constant(i32, size)
+    elem = vec.element
+    name = f"llvm.masked.{op}.v{_LANES}{elem.intrinsic_name}.p0"
+    if value is None:
+        ty = ir.FunctionType(vec, [vec.as_pointer(), i32, mask.type, vec])
+        fn = cgutils.get_or_insert_function(builder.module, ty, name)
+        return builder.call(fn, [ptr, align, mask, ir.Constant(vec, None)])
+    ty = ir.FunctionType(ir.VoidType(), [vec, vec.as_pointer(), i32, mask.type])
+    fn = cgutils.get_or_insert_function(builder.module, ty, name)
+    return builder.call(fn, [value, ptr, align, mask])
+
+
+class _Run:
+    """A unit-stride run ``a[b:]`` of a 1-D array, read and written 32 elements at a time."""
+
+    def __init__(self, context, builder, aryty, ary, b):
+        self.builder = builder
+        self.dtype = aryty.dtype
+        self.elem = context.get_data_type(aryty.dtype)
+        self.size = aryty.dtype.bitwidth // 8
+        self.vec = ir.VectorType(self.elem, _LANES)
+        data = context.make_array(aryty)(context, builder, value=ary).data
+        self.base = builder.gep(data, [b])
+
+    def _ptr(self, off):
+        return self.builder.bitcast(self.builder.gep(self.base, [off]), self.vec.as_pointer())
+
+    def load(self, off, mask):
+        if mask is None:
+            return self.builder.load(self._ptr(off), align=self.size)
+        return _masked(self.builder, "load", self.vec, self._ptr(off), self.size, mask)
+
+    def store(self, off, mask, value):
+        if mask is None:
+            self.builder.store(value, self._ptr(off), align=self.size)
+        else:
+            _masked(self.builder, "store", self.vec, self._ptr(off), self.size, mask, value)
+
+    def numbers(self, v, mask):
+        ok = _numbers(self.builder, v, self.dtype)
+        return ok if mask is None else self.builder.and_(ok, mask)
+
+
+def _count(builder, ok):
+    """How many lanes of ``ok`` are set, as an int64."""
+    bits = builder.bitcast(ok, ir.IntType(_LANES))
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(bits.type, [bits.type]), f"llvm.ctpop.i{_LANES}")
+    return builder.zext(builder.call(fn, [bits]), ir.IntType(64))
+
+
 @intrinsic
-def run_sum(typingctx, src, b, n):
-    """The lane-order sum of ``src[b : b + n]`` (decoded), in the accumulation type.
+def run_sum(typingctx, src, b, n, skip):
+    """The lane-order sum of ``src[b : b + n]`` (decoded), in the accumulation type, and the
+    count of elements added: ``(sum, n)``, or with ``skip`` not None the non-NaN elements only
+    (NaN adds +0.0 to its lane, the same bits as not adding: a lane is never -0.0).
 
     ``src`` is a 1-D array of a dtype that :func:`vector_runs` accepts; ``0 <= b`` and
     ``b + n <= src.size`` are the caller's to keep (nothing is checked, nothing outside the
@@ -79,76 +173,150 @@ def run_sum(typingctx, src, b, n):
     if not (isinstance(src, types.Array) and src.ndim == 1 and vector_runs(src.dtype)):
         return None
     acc_nb = _ACC[src.dtype]
-    sig = acc_nb(src, types.int64, types.int64)
+    skip_on = not isinstance(skip, types.NoneType)
+    sig = types.Tuple((acc_nb, types.int64))(src, types.int64, types.int64, skip)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, value=args[0])
-        elem = context.get_data_type(aryty.dtype)
-        size = aryty.dtype.bitwidth // 8
-        acc_el = context.get_value_type(acc_nb)
-        vec = ir.VectorType(elem, _LANES)
-        acc_ty = ir.VectorType(acc_el, _LANES)
-        i64 = ir.IntType(64)
-        base = builder.gep(ary.data, [args[1]])
-        n = args[2]
-        nfull = builder.lshr(n, ir.Constant(i64, 5))
+        run = _Run(context, builder, signature.args[0], args[0], args[1])
+        acc_ty = ir.VectorType(context.get_value_type(acc_nb), _LANES)
         zero = ir.Constant(acc_ty, None)
+        acc = cgutils.alloca_once_value(builder, zero)
+        cnt = cgutils.alloca_once_value(builder, args[2] if not skip_on else
+                                        ir.Constant(ir.IntType(64), 0))
 
-        # whole blocks: acc += decode(load <32 x elem>)
-        pre = builder.basic_block
-        loop = builder.append_basic_block("lanes.loop")
-        body = builder.append_basic_block("lanes.body")
-        done = builder.append_basic_block("lanes.done")
-        builder.branch(loop)
-        builder.position_at_end(loop)
-        j = builder.phi(i64)
-        acc = builder.phi(acc_ty)
-        j.add_incoming(ir.Constant(i64, 0), pre)
-        acc.add_incoming(zero, pre)
-        builder.cbranch(builder.icmp_unsigned("<", j, nfull), body, done)
-        builder.position_at_end(body)
-        p = builder.gep(base, [builder.shl(j, ir.Constant(i64, 5))])
-        v = builder.load(builder.bitcast(p, vec.as_pointer()), align=size)
-        nacc = builder.fadd(acc, _decode(builder, v, src.dtype, acc_ty))
-        j2 = builder.add(j, ir.Constant(i64, 1))
-        j.add_incoming(j2, builder.basic_block)
-        acc.add_incoming(nacc, builder.basic_block)
-        builder.branch(loop)
+        # acc += decode(block); the tail's other lanes read nothing and add +0.0
+        def block(off, mask):
+            v = run.load(off, mask)
+            d = _decode(builder, v, run.dtype, acc_ty)
+            if skip_on:
+                ok = run.numbers(v, mask)
+                d = builder.select(ok, d, zero)
+                builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
+            builder.store(builder.fadd(builder.load(acc), d), acc)
 
-        # the last r = n % 32 elements into lanes 0 .. r-1 (a masked load: the other lanes
-        # read nothing and add +0.0)
-        builder.position_at_end(done)
-        r = builder.and_(n, ir.Constant(i64, _LANES - 1))
-        with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(i64, 0))):
-            i32, i32v = ir.IntType(32), ir.VectorType(ir.IntType(32), _LANES)
-            rv = builder.insert_element(ir.Constant(i32v, None), builder.trunc(r, i32),
-                                        ir.Constant(i32, 0))
-            rv = builder.shuffle_vector(rv, rv, ir.Constant(i32v, [0] * _LANES))
-            mask = builder.icmp_unsigned("<", ir.Constant(i32v, list(range(_LANES))), rv)
-            p = builder.bitcast(builder.gep(base, [builder.shl(nfull, ir.Constant(i64, 5))]),
-                                vec.as_pointer())
-            fn = cgutils.get_or_insert_function(
-                builder.module,
-                ir.FunctionType(vec, [vec.as_pointer(), ir.IntType(32), mask.type, vec]),
-                f"llvm.masked.load.v{_LANES}{elem.intrinsic_name}.p0",
-            )
-            t = builder.call(fn, [p, ir.Constant(ir.IntType(32), size), mask,
-                                  ir.Constant(vec, None)])
-            tacc = builder.fadd(acc, _decode(builder, t, src.dtype, acc_ty))
-            tail_bb = builder.basic_block
-        merged = builder.phi(acc_ty)
-        merged.add_incoming(acc, done)
-        merged.add_incoming(tacc, tail_bb)
+        _blocks(builder, args[2], block)
 
         # the halving steps: lane i += lane i + h for h = 16, 8, 4, 2, 1
-        s, h = merged, _LANES // 2
+        s, h = builder.load(acc), _LANES // 2
         while h >= 1:
             i32v = ir.VectorType(ir.IntType(32), h)
             lo = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h))))
             hi = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h, 2 * h))))
             s = builder.fadd(lo, hi)
             h //= 2
-        return builder.extract_element(s, ir.Constant(ir.IntType(32), 0))
+        total = builder.extract_element(s, ir.Constant(ir.IntType(32), 0))
+        return context.make_tuple(builder, signature.return_type, [total, builder.load(cnt)])
+
+    return sig, codegen
+
+
+def _storage(a) -> bool:
+    return isinstance(a, types.Array) and a.ndim == 1 and (a.dtype in _ACC or a.dtype in _INF16)
+
+
+@intrinsic
+def run_count(typingctx, src, b, n):
+    """How many of ``src[b : b + n]`` are not NaN (any storage dtype; 16-bit patterns tested
+    as integers). The caller keeps the run inside ``src``."""
+    if not _storage(src):
+        return None
+
+    def codegen(context, builder, signature, args):
+        run = _Run(context, builder, signature.args[0], args[0], args[1])
+        cnt = cgutils.alloca_once_value(builder, ir.Constant(ir.IntType(64), 0))
+
+        def block(off, mask):
+            ok = run.numbers(run.load(off, mask), mask)
+            builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
+
+        _blocks(builder, args[2], block)
+        return builder.load(cnt)
+
+    return types.int64(src, types.int64, types.int64), codegen
+
+
+@intrinsic
+def run_fill(typingctx, dst, db, src, sb, n, share, other):
+    """``dst[db + i] = share if src[sb + i] is not NaN else other`` for ``i < n``, ``share``
+    and ``other`` stored elements of ``dst``'s dtype (any storage dtypes; 16-bit patterns
+    tested as integers). The caller keeps both runs inside their arrays."""
+    if not (_storage(dst) and _storage(src)):
+        return None
+    sig = types.none(dst, types.int64, src, types.int64, types.int64, dst.dtype, dst.dtype)
+
+    def codegen(context, builder, signature, args):
+        out = _Run(context, builder, signature.args[0], args[0], args[1])
+        run = _Run(context, builder, signature.args[2], args[2], args[3])
+        i32v = ir.VectorType(ir.IntType(32), _LANES)
+        splat = [builder.shuffle_vector(
+            builder.insert_element(ir.Constant(out.vec, None), v, ir.Constant(ir.IntType(32), 0)),
+            ir.Constant(out.vec, None), ir.Constant(i32v, [0] * _LANES)) for v in args[5:7]]
+
+        def block(off, mask):
+            ok = run.numbers(run.load(off, mask), None)
+            out.store(off, mask, builder.select(ok, splat[0], splat[1]))
+
+        _blocks(builder, args[4], block)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def add_numbers(typingctx, col, src, b, n, rows, step):
+    """``col[i] += `` how many of ``src[b + r * step + i]``, ``r < rows``, are not NaN, for
+    ``i < n`` (``col``: int32, from its first element, each count below ``2**31 - rows``;
+    ``src`` any storage dtype). A column block's counts stay in registers over the rows. The
+    caller keeps every run inside its array."""
+    if not (_storage(src) and isinstance(col, types.Array) and col.ndim == 1
+            and col.dtype == types.int32):
+        return None
+    i64 = types.int64
+    sig = types.none(col, src, i64, i64, i64, i64)
+
+    def codegen(context, builder, signature, args):
+        out = _Run(context, builder, signature.args[0], args[0], ir.Constant(ir.IntType(64), 0))
+        run = _Run(context, builder, signature.args[1], args[1], args[2])
+        total = cgutils.alloca_once(builder, out.vec)
+
+        def block(off, mask):
+            builder.store(out.load(off, mask), total)
+            with cgutils.for_range(builder, args[4]) as loop:
+                o = builder.add(off, builder.mul(loop.index, args[5]))
+                ok = builder.zext(run.numbers(run.load(o, mask), mask), out.vec)
+                builder.store(builder.add(builder.load(total), ok), total)
+            out.store(off, mask, builder.load(total))
+
+        _blocks(builder, args[3], block)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def zero_nan(typingctx, dst, db, src, sb, n, zero):
+    """``dst[db + i] = zero`` where ``src[sb + i]`` is NaN, for ``i < n`` (``zero``: a stored
+    element of ``dst``'s dtype; any storage dtypes). The caller keeps both runs inside their
+    arrays."""
+    if not (_storage(dst) and _storage(src)):
+        return None
+    sig = types.none(dst, types.int64, src, types.int64, types.int64, dst.dtype)
+
+    def codegen(context, builder, signature, args):
+        out = _Run(context, builder, signature.args[0], args[0], args[1])
+        run = _Run(context, builder, signature.args[2], args[2], args[3])
+        i32v = ir.VectorType(ir.IntType(32), _LANES)
+        z = builder.shuffle_vector(
+            builder.insert_element(ir.Constant(out.vec, None), args[5],
+                                   ir.Constant(ir.IntType(32), 0)),
+            ir.Constant(out.vec, None), ir.Constant(i32v, [0] * _LANES))
+
+        def block(off, mask):
+            nan = builder.not_(run.numbers(run.load(off, mask), None))
+            _masked(builder, "store", out.vec, out._ptr(off), out.size,
+                    nan if mask is None else builder.and_(nan, mask), z)
+
+        _blocks(builder, args[4], block)
+        return context.get_dummy_value()
 
     return sig, codegen

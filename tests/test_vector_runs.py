@@ -1,0 +1,104 @@
+"""The CPU's vector code over runs of memory (``cpu/lanes.py``), against NumPy: every length
+around the 32-element blocks, every storage dtype, NaN patterns, and nothing read past a run
+or written outside it."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from adaptive_pool.cpu.lanes import add_numbers, run_count, run_fill, run_sum, zero_nan
+from adaptive_pool.dtypes import bfloat16
+from reference import lane_sum
+
+DTYPES = [np.float32, np.float64, np.float16, bfloat16]
+STORAGE = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64,
+           np.dtype(np.float16): np.uint16, np.dtype(bfloat16): np.int16}
+LENGTHS = [0, 1, 7, 31, 32, 33, 63, 64, 70, 97]
+GUARD = 40  # elements before and after each run, NaN, so a stray read or write shows
+
+
+@numba.njit
+def _sums(src, b, n):
+    return run_sum(src, b, n, None), run_sum(src, b, n, True)
+
+
+@numba.njit
+def _count(src, b, n):
+    return run_count(src, b, n)
+
+
+@numba.njit
+def _fill(dst, db, src, sb, n, share, other):
+    run_fill(dst, db, src, sb, n, share, other)
+
+
+@numba.njit
+def _zero(dst, db, src, sb, n, zero):
+    zero_nan(dst, db, src, sb, n, zero)
+
+
+@numba.njit
+def _add(col, src, b, n, rows, step):
+    add_numbers(col, src, b, n, rows, step)
+
+
+def _data(rng, n, dtype, nan_share):
+    """``n`` values with NaN guards around them, in ``dtype``; its storage view."""
+    x = rng.standard_normal(n + 2 * GUARD).astype(np.float32)
+    x[rng.random(x.size) < nan_share] = np.nan
+    x[:GUARD] = x[-GUARD:] = np.nan
+    x = x.astype(dtype)
+    return x, x.view(STORAGE[x.dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("nan_share", [0.0, 0.3, 1.0])
+def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
+    rng = np.random.default_rng(7)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    for n in LENGTHS:
+        x, xs = _data(rng, n, dtype, nan_share)
+        run = x[GUARD : GUARD + n]
+        numbers = ~np.isnan(run.astype(np.float32))
+        plain, skip = _sums(xs, GUARD, n)
+        want_plain = lane_sum(run.astype(acc), acc)
+        want_skip = lane_sum(run.astype(acc), acc, skipna=True)
+        np.testing.assert_array_equal(np.array(plain[0], acc), want_plain)
+        assert plain[1] == n
+        assert np.array(skip[0], acc).tobytes() == np.array(want_skip, acc).tobytes()
+        assert skip[1] == numbers.sum() == _count(xs, GUARD, n)
+
+        share, other = (np.array(v, dtype).view(xs.dtype)[()] for v in (1.5, 0.0))
+        out = np.full(x.size, 9.0, dtype)
+        _fill(out.view(xs.dtype), GUARD, xs, GUARD, n, share, other)
+        assert (out[:GUARD] == 9).all() and (out[GUARD + n :] == 9).all()
+        np.testing.assert_array_equal(out[GUARD : GUARD + n], np.where(numbers, 1.5, 0.0))
+
+        out = rng.standard_normal(x.size).astype(dtype)
+        kept = out.copy()
+        _zero(out.view(xs.dtype), GUARD, xs, GUARD, n, other)
+        np.testing.assert_array_equal(out[:GUARD], kept[:GUARD])
+        np.testing.assert_array_equal(out[GUARD + n :], kept[GUARD + n :])
+        np.testing.assert_array_equal(out[GUARD : GUARD + n],
+                                      np.where(numbers, kept[GUARD : GUARD + n], 0.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("step", [1, 2])
+def test_column_counts_over_rows(dtype, step):
+    """``add_numbers`` adds each column's numbers over rows ``step`` rows apart to what the
+    counts held, and touches no count past ``n``."""
+    rng = np.random.default_rng(3)
+    for n in LENGTHS:
+        for rows in (0, 1, 3):
+            w = n + 5
+            x = rng.standard_normal((rows * step + 1, w)).astype(np.float32)
+            x[rng.random(x.shape) < 0.3] = np.nan
+            x = x.astype(dtype)
+            col = np.arange(n + 3, dtype=np.int32)
+            want = col.copy()
+            want[:n] += (~np.isnan(x[: rows * step : step, 2 : 2 + n].astype(np.float32))).sum(0)
+            _add(col, x.view(STORAGE[x.dtype]).ravel(), 2, n, rows, step * w)
+            np.testing.assert_array_equal(col, want)
