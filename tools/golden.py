@@ -3,8 +3,9 @@
     python tools/golden.py save     # outputs of the current kernels -> .golden.npz
     python tools/golden.py check    # same cases again, compared bit for bit (exit 1 on a change)
 
-About 2,000 cases: every operator and dtype, both index dtypes, strided, negative-stride and
-permuted views, overlapping windows, upsampling, D > 1 averages, NaN/inf/ties/-0 data. The
+About 2,900 cases: every operator and dtype, both index dtypes, strided, negative-stride and
+permuted views, overlapping windows, upsampling, D > 1 averages, NaN/inf/ties/-0 data, and the
+NaN-skipping averages (forward and backward). The
 summation order is the contract (docs/semantics.md, "Summation order"), so a faster kernel must give the
 same bits; only the sign and payload of NaNs produced by arithmetic may differ (IEEE 754).
 Clear Numba's cache after editing helpers outside a kernel's own file.

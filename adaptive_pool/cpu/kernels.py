@@ -875,13 +875,15 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     xl = np.empty(LANES, np.int64)
     fused = skip is not None and cnt.size == 0
     x0, xn, xc, xd, xh, xw = xg
-    # planes stored as runs from planes of ``x`` that are runs too: ``x`` is tested plane by
-    # plane at unit stride, as the planes are stored and counted (no lane-major validity)
+    # Where the planes of ``x`` and of the result are runs (the C-contiguous case), ``x`` is
+    # read plane by plane at unit stride: NaN inputs set to +0.0 once a plane is stored, and
+    # windows counted per plane where they hold 4 elements or more on average (each count is
+    # then a scalar sum per plane: shorter windows, as in upsampling, count the 8 planes side
+    # by side). Otherwise a lane-major validity mask of the slab serves both.
     x_run = skip is not None and plane_run and xw == 1 and xh == W
-    # and counted plane by plane where rows are long enough for vector code to pay
-    x_count = fused and x_run and W >= 16
-    okv = np.empty(H * WL if skip is not None and not x_run or fused and not x_count else 0,
-                   np.int32)
+    x_count = fused and x_run and H * W >= 4 * OH * OW
+    mask = skip is not None and not (x_run and (x_count or not fused))
+    okv = np.empty(H * WL if mask else 0, np.int32)
     colc = np.empty(WL if fused and not x_count else 0, np.int32)
     colp = np.empty(W if x_count else 0, np.int32)
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
@@ -896,7 +898,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
         xb = x0 + n * xn + c0 * xc + d * xd
-        if okv.size != 0:
+        if skip is not None and mask:
             for h in range(H):
                 for w in range(W):
                     o = xb + h * xh + w * xw
@@ -985,7 +987,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             lo, hi = tab[lh + h], tab[hh + h]
             _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
         z = acc(go, 0)
-        if skip is not None and not x_run:  # NaN inputs get +0.0
+        if skip is not None and mask:  # NaN inputs get +0.0
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
@@ -994,7 +996,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             for l in range(nl):
                 for k in range(H * W):
                     put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
-                if x_run:  # NaN inputs get +0.0, the plane still in cache
+                if skip is not None and not mask:  # NaN inputs get +0.0
                     zero_nan(gi, ib + l * ic, x, xb + xl[l], H * W, enc(gi, z))
         else:
             for h in range(H):
@@ -1023,9 +1025,10 @@ def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, n
     With :data:`SKIPNA`, the NaN-skipping gradient as in :func:`avg_pool_backward`:
     NaN inputs of ``x`` get +0.0 and shares divide by the windows' counts of numbers, from
     ``cnt`` (:func:`count_valid`) or, where ``cnt`` is empty (windows one d deep: ``OD == D``,
-    every 1-D and 2-D problem), counted by the work item from the slab's validity, which it
-    reads anyway (lane-major int32 sums over rows, then over columns: no pass of its own over
-    ``x``). Otherwise ``x`` and ``cnt`` are not read.
+    every 1-D and 2-D problem), counted by the work item as it reads ``x`` anyway: plane by
+    plane with vector code where planes are runs and windows hold 4 elements or more on
+    average, else from a lane-major validity mask of the slab (int32 sums over rows, then over
+    columns). Otherwise ``x`` and ``cnt`` are not read.
     """
     for ch in prange(nchunk):
         call(_avg_backward_lanes_chunk, at, (
