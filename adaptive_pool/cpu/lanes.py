@@ -98,10 +98,8 @@ def _blocks(builder, n, block):
         block(builder.shl(loop.index, ir.Constant(i64, 5)), None)
     r = builder.and_(n, ir.Constant(i64, _LANES - 1))
     with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(i64, 0))):
-        i32, i32v = ir.IntType(32), ir.VectorType(ir.IntType(32), _LANES)
-        rv = builder.insert_element(ir.Constant(i32v, None), builder.trunc(r, i32),
-                                    ir.Constant(i32, 0))
-        rv = builder.shuffle_vector(rv, rv, ir.Constant(i32v, [0] * _LANES))
+        i32v = ir.VectorType(ir.IntType(32), _LANES)
+        rv = _splat(builder, i32v, builder.trunc(r, ir.IntType(32)))
         block(builder.shl(nfull, ir.Constant(i64, 5)),
               builder.icmp_unsigned("<", ir.Constant(i32v, list(range(_LANES))), rv))
 
@@ -151,6 +149,14 @@ class _Run:
     def numbers(self, v, mask):
         ok = _numbers(self.builder, v, self.dtype)
         return ok if mask is None else self.builder.and_(ok, mask)
+
+
+def _splat(builder, vec, value):
+    """A vector of type ``vec`` with ``value`` in every lane."""
+    i32 = ir.IntType(32)
+    one = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(i32, 0))
+    return builder.shuffle_vector(one, ir.Constant(vec, None),
+                                  ir.Constant(ir.VectorType(i32, _LANES), [0] * _LANES))
 
 
 def _count(builder, ok):
@@ -247,14 +253,11 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
     def codegen(context, builder, signature, args):
         out = _Run(context, builder, signature.args[0], args[0], args[1])
         run = _Run(context, builder, signature.args[2], args[2], args[3])
-        i32v = ir.VectorType(ir.IntType(32), _LANES)
-        splat = [builder.shuffle_vector(
-            builder.insert_element(ir.Constant(out.vec, None), v, ir.Constant(ir.IntType(32), 0)),
-            ir.Constant(out.vec, None), ir.Constant(i32v, [0] * _LANES)) for v in args[5:7]]
+        share, other = (_splat(builder, out.vec, v) for v in args[5:7])
 
         def block(off, mask):
             ok = run.numbers(run.load(off, mask), None)
-            out.store(off, mask, builder.select(ok, splat[0], splat[1]))
+            out.store(off, mask, builder.select(ok, share, other))
 
         _blocks(builder, args[4], block)
         return context.get_dummy_value()
@@ -305,16 +308,11 @@ def zero_nan(typingctx, dst, db, src, sb, n, zero):
     def codegen(context, builder, signature, args):
         out = _Run(context, builder, signature.args[0], args[0], args[1])
         run = _Run(context, builder, signature.args[2], args[2], args[3])
-        i32v = ir.VectorType(ir.IntType(32), _LANES)
-        z = builder.shuffle_vector(
-            builder.insert_element(ir.Constant(out.vec, None), args[5],
-                                   ir.Constant(ir.IntType(32), 0)),
-            ir.Constant(out.vec, None), ir.Constant(i32v, [0] * _LANES))
+        z = _splat(builder, out.vec, args[5])
 
-        def block(off, mask):
+        def block(off, mask):  # a masked store, of the NaN lanes only
             nan = builder.not_(run.numbers(run.load(off, mask), None))
-            _masked(builder, "store", out.vec, out._ptr(off), out.size,
-                    nan if mask is None else builder.and_(nan, mask), z)
+            out.store(off, nan if mask is None else builder.and_(nan, mask), z)
 
         _blocks(builder, args[4], block)
         return context.get_dummy_value()
