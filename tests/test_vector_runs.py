@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from adaptive_pool.cpu.lanes import add_numbers, run_count, run_fill, run_sum, zero_nan
+from adaptive_pool.cpu.lanes import add_numbers, run_count, run_fill, run_sum
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
 
@@ -36,7 +36,7 @@ def _fill(dst, db, src, sb, n, share, other):
 
 @numba.njit
 def _zero(dst, db, src, sb, n, zero):
-    zero_nan(dst, db, src, sb, n, zero)
+    run_fill(dst, db, src, sb, n, None, zero)
 
 
 @numba.njit

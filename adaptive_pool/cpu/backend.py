@@ -506,8 +506,8 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
         sparse_chunks = self._sparse_chunks(planes)
-        sparse = plane * sparse_chunks <= _SPARSE_SCRATCH and od * oh * ow <= _SPARSE_OUTPUTS
-        sparse = sparse and plane <= _SPARSE_PLANE
+        sparse = (plane <= _SPARSE_PLANE and plane * sparse_chunks <= _SPARSE_SCRATCH
+                  and od * oh * ow <= _SPARSE_OUTPUTS)
         # dense planes: an element's address is its plane's plus its flat index
         if sparse and _c_order(ig[3:], (d, h, w)):
             m = od * oh * ow

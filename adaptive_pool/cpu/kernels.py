@@ -29,8 +29,9 @@ as without it. The average backward reduces along w once per covering output row
 whole rows (or writes each window's share over it, where every window is a run of memory:
 :func:`avg_pool_backward_runs`), and the max backward fills blocks of rows, both decoding and
 encoding through unit-stride loops that LLVM vectorises
-(:func:`~adaptive_pool.cpu.access.load_row` and ``store_row``). Into a result of its own, the max backward zeroes a plane and writes only the
-elements that receive a gradient (:func:`max_pool_backward_sparse`). The max forward reduces one
+(:func:`~adaptive_pool.cpu.access.load_row` and ``store_row``). Into a result of its own, the
+max backward zeroes a plane and writes only the elements that receive a gradient
+(:func:`max_pool_backward_sparse`). The max forward reduces one
 axis at a time, keeping the first position of each maximum as it goes (:func:`max_pool`).
 """
 
@@ -44,7 +45,7 @@ from numba.extending import overload
 from ..windows import axes_layout, index_in_window
 from .access import acc, decodes, enc, get, key, key_nan, load_row, put, scratch, store_row
 from .calls import call
-from .lanes import add_numbers, run_count, run_fill, run_sum, vector_runs, zero_nan
+from .lanes import add_numbers, run_count, run_fill, run_sum, vector_runs
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
 #: does a chunk's work (``_BODY``) through its address ``at`` (:mod:`~adaptive_pool.cpu.calls`).
@@ -887,6 +888,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     colc = np.empty(WL if fused and not x_count else 0, np.int32)
     colp = np.empty(W if x_count else 0, np.int32)
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
+    z = acc(go, 0)
+    z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
@@ -986,7 +989,6 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         for h in range(H):
             lo, hi = tab[lh + h], tab[hh + h]
             _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
-        z = acc(go, 0)
         if skip is not None and mask:  # NaN inputs get +0.0
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
@@ -997,7 +999,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 for k in range(H * W):
                     put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
                 if skip is not None and not mask:  # NaN inputs get +0.0
-                    zero_nan(gi, ib + l * ic, x, xb + xl[l], H * W, enc(gi, z))
+                    run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
         else:
             for h in range(H):
                 row = rows[h * WL :]
@@ -1464,7 +1466,7 @@ def window_bounds(tab, dims, group):
     in the group (int32: a group spans at most ``2**31`` elements)."""
     _, _, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    m = OD * OH * OW
+    m, plane = OD * OH * OW, D * H * W
     lo = np.empty((4, group * m), np.int32)
     nn = np.empty((3, group * m), np.int32)
     q = 0
@@ -1475,7 +1477,7 @@ def window_bounds(tab, dims, group):
                     lo[0, q], nn[0, q] = tab[sd + od], tab[ed + od] - tab[sd + od]
                     lo[1, q], nn[1, q] = tab[sh + oh], tab[eh + oh] - tab[sh + oh]
                     lo[2, q], nn[2, q] = tab[sw + ow], tab[ew + ow] - tab[sw + ow]
-                    lo[3, q] = t * D * H * W
+                    lo[3, q] = t * plane
                     q += 1
     return lo, nn
 

@@ -1,8 +1,8 @@
 """Vector code over contiguous runs of memory, written as LLVM vector IR (CPU only): the
 lane-order sum of a run (:func:`run_sum`, NaN-skipping or not), and what the NaN-skipping
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
-counts over rows (:func:`add_numbers`), write a share where ``x`` is a number
-(:func:`run_fill`), set the result to zero where it is NaN (:func:`zero_nan`). Each works in
+counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
+it is NaN, or the zeros alone (:func:`run_fill`). Each works in
 blocks of 32 elements and a masked load (or store) for the last ``n % 32``, so a short run is
 one masked operation, not a scalar loop.
 
@@ -126,9 +126,8 @@ class _Run:
     def __init__(self, context, builder, aryty, ary, b):
         self.builder = builder
         self.dtype = aryty.dtype
-        self.elem = context.get_data_type(aryty.dtype)
         self.size = aryty.dtype.bitwidth // 8
-        self.vec = ir.VectorType(self.elem, _LANES)
+        self.vec = ir.VectorType(context.get_data_type(aryty.dtype), _LANES)
         data = context.make_array(aryty)(context, builder, value=ary).data
         self.base = builder.gep(data, [b])
 
@@ -243,21 +242,30 @@ def run_count(typingctx, src, b, n):
 
 @intrinsic
 def run_fill(typingctx, dst, db, src, sb, n, share, other):
-    """``dst[db + i] = share if src[sb + i] is not NaN else other`` for ``i < n``, ``share``
-    and ``other`` stored elements of ``dst``'s dtype (any storage dtypes; 16-bit patterns
-    tested as integers). The caller keeps both runs inside their arrays."""
+    """``dst[db + i] = share if src[sb + i] is not NaN else other`` for ``i < n``; with
+    ``share`` None, ``dst`` keeps its elements where ``src`` is a number (a masked store of the
+    NaN positions only). ``share`` and ``other``: stored elements of ``dst``'s dtype (any
+    storage dtypes; 16-bit patterns tested as integers). The caller keeps both runs inside
+    their arrays."""
     if not (_storage(dst) and _storage(src)):
         return None
-    sig = types.none(dst, types.int64, src, types.int64, types.int64, dst.dtype, dst.dtype)
+    keep = isinstance(share, types.NoneType)
+    i64 = types.int64
+    sig = types.none(dst, i64, src, i64, i64, share if keep else dst.dtype, dst.dtype)
 
     def codegen(context, builder, signature, args):
         out = _Run(context, builder, signature.args[0], args[0], args[1])
         run = _Run(context, builder, signature.args[2], args[2], args[3])
-        share, other = (_splat(builder, out.vec, v) for v in args[5:7])
+        other = _splat(builder, out.vec, args[6])
+        share = None if keep else _splat(builder, out.vec, args[5])
 
         def block(off, mask):
             ok = run.numbers(run.load(off, mask), None)
-            out.store(off, mask, builder.select(ok, share, other))
+            if keep:
+                nan = builder.not_(ok)
+                out.store(off, nan if mask is None else builder.and_(nan, mask), other)
+            else:
+                out.store(off, mask, builder.select(ok, share, other))
 
         _blocks(builder, args[4], block)
         return context.get_dummy_value()
@@ -295,26 +303,3 @@ def add_numbers(typingctx, col, src, b, n, rows, step):
 
     return sig, codegen
 
-
-@intrinsic
-def zero_nan(typingctx, dst, db, src, sb, n, zero):
-    """``dst[db + i] = zero`` where ``src[sb + i]`` is NaN, for ``i < n`` (``zero``: a stored
-    element of ``dst``'s dtype; any storage dtypes). The caller keeps both runs inside their
-    arrays."""
-    if not (_storage(dst) and _storage(src)):
-        return None
-    sig = types.none(dst, types.int64, src, types.int64, types.int64, dst.dtype)
-
-    def codegen(context, builder, signature, args):
-        out = _Run(context, builder, signature.args[0], args[0], args[1])
-        run = _Run(context, builder, signature.args[2], args[2], args[3])
-        z = _splat(builder, out.vec, args[5])
-
-        def block(off, mask):  # a masked store, of the NaN lanes only
-            nan = builder.not_(run.numbers(run.load(off, mask), None))
-            out.store(off, nan if mask is None else builder.and_(nan, mask), z)
-
-        _blocks(builder, args[4], block)
-        return context.get_dummy_value()
-
-    return sig, codegen
