@@ -8,7 +8,9 @@ import numba
 import numpy as np
 import pytest
 
-from adaptive_pool.cpu.lanes import add_numbers, run_count, run_fill, run_sum
+from adaptive_pool.cpu.lanes import (
+    PLANES, add_numbers, add_planes, count_bits, number_bits, run_count, run_fill, run_sum,
+)
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
 
@@ -42,6 +44,21 @@ def _zero(dst, db, src, sb, n, zero):
 @numba.njit
 def _add(col, src, b, n, rows, step):
     add_numbers(col, src, b, n, rows, step)
+
+
+@numba.njit
+def _add_planes(a, q, src, o, poff, cnt, skip):
+    add_planes(a, q, src, o, poff, cnt, skip)
+
+
+@numba.njit
+def _bits(out, o, src, b, n):
+    number_bits(out, o, src, b, n)
+
+
+@numba.njit
+def _count_bits(cnt, q, bits, o, rows, wmask):
+    count_bits(cnt, q, bits, o, rows, wmask)
 
 
 def _data(rng, n, dtype, nan_share):
@@ -102,3 +119,55 @@ def test_column_counts_over_rows(dtype, step):
             want[:n] += (~np.isnan(x[: rows * step : step, 2 : 2 + n].astype(np.float32))).sum(0)
             _add(col, x.view(STORAGE[x.dtype]).ravel(), 2, n, rows, step * w)
             np.testing.assert_array_equal(col, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("skip", [None, True], ids=["plain", "skipna"])
+def test_planes_added_side_by_side(dtype, skip):
+    """``add_planes`` adds one element of each of the ``PLANES`` planes into its own slot
+    (NaN as +0.0, counted out, with skipna), and touches no other slot or count."""
+    rng = np.random.default_rng(5)
+    src = rng.standard_normal(500).astype(dtype)
+    src[rng.random(src.size) < 0.3] = np.nan
+    for o in (0, 17, 100):
+        poff = rng.integers(0, 400 - o, PLANES).astype(np.int64)
+        a = rng.standard_normal(3 * PLANES).astype(dtype)
+        cnt = np.arange(PLANES + 2, dtype=np.int32)
+        want_a, want_cnt = a.copy(), cnt.copy()
+        v = src[o + poff]
+        q = PLANES
+        if skip is None:
+            want_a[q : q + PLANES] += v
+        else:
+            want_a[q : q + PLANES] += np.where(np.isnan(v), 0.0, v).astype(dtype)
+            want_cnt[:PLANES] += ~np.isnan(v)
+        _add_planes(a, q, src, o, poff, cnt, skip)
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(cnt, want_cnt)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_row_bits_and_window_popcounts(dtype):
+    """``number_bits`` sets bit i where element i of a row of at most 64 is a number (reading
+    nothing past it); ``count_bits`` adds the bits a column mask selects over rows, for the
+    ``PLANES`` planes side by side."""
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 31, 32, 33, 63, 64):
+        x, xs = _data(rng, n, dtype, 0.3)
+        out = np.full(3, -5, np.int64)
+        _bits(out, 1, xs, GUARD, n)
+        numbers = ~np.isnan(x[GUARD : GUARD + n].astype(np.float32))
+        want = sum(1 << int(i) for i in np.flatnonzero(numbers))
+        assert int(out[1]) & ((1 << 64) - 1) == want and out[0] == out[2] == -5
+    rows = 5
+    bits = rng.integers(-(2**63), 2**63 - 1, (rows + 1) * PLANES, dtype=np.int64)
+    for ws, we in ((0, 1), (3, 17), (0, 64), (40, 64)):
+        wmask = sum(1 << w for w in range(ws, we))
+        wmask = wmask - (1 << 64) if wmask >= 1 << 63 else wmask
+        cnt = np.full(PLANES + 2, -1, np.int32)
+        _count_bits(cnt, 1, bits, PLANES, rows, wmask)
+        u = bits.view(np.uint64).reshape(rows + 1, PLANES)[1:]
+        want = [sum(bin(int(r) & ((1 << 64) - 1) & (wmask % (1 << 64))).count("1") for r in u[:, l])
+                for l in range(PLANES)]
+        np.testing.assert_array_equal(cnt[1 : PLANES + 1], want)
+        assert cnt[0] == cnt[-1] == -1

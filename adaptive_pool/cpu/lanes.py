@@ -1,10 +1,12 @@
-"""Vector code over contiguous runs of memory, written as LLVM vector IR (CPU only): the
+"""Vector code written as LLVM vector IR (CPU only). Over contiguous runs of memory: the
 lane-order sum of a run (:func:`run_sum`, NaN-skipping or not), and what the NaN-skipping
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
-it is NaN, or the zeros alone (:func:`run_fill`). Each works in
-blocks of 32 elements and a masked load (or store) for the last ``n % 32``, so a short run is
-one masked operation, not a scalar loop.
+it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
+(:func:`number_bits`). Each works in blocks of 32 elements and a masked load (or store) for
+the last ``n % 32``, so a short run is one masked operation, not a scalar loop. Over
+``PLANES`` planes side by side (the 8-plane kernels): one element of each added into its own
+sum (:func:`add_planes`), and windows' numbers counted from the bit masks (:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -155,7 +157,7 @@ def _splat(builder, vec, value):
     i32 = ir.IntType(32)
     one = builder.insert_element(ir.Constant(vec, None), value, ir.Constant(i32, 0))
     return builder.shuffle_vector(one, ir.Constant(vec, None),
-                                  ir.Constant(ir.VectorType(i32, _LANES), [0] * _LANES))
+                                  ir.Constant(ir.VectorType(i32, vec.count), [0] * vec.count))
 
 
 def _count(builder, ok):
@@ -303,3 +305,114 @@ def add_numbers(typingctx, col, src, b, n, rows, step):
 
     return sig, codegen
 
+
+
+#: The planes that :func:`add_planes` adds side by side (``kernels.LANES``).
+PLANES = 8
+
+
+@intrinsic
+def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
+    """``a[q + l] += src[o + poff[l]]`` for the ``PLANES`` planes ``l``: one element of each,
+    gathered into one vector, added by one vector operation (Numba's LLVM has no SLP
+    vectoriser, so the scalar loop is 8 scalar read-modify-writes). With ``skip`` not None, a
+    NaN adds +0.0 instead and ``cnt[l]`` (int32) counts the numbers.
+
+    ``a`` and ``src``: float32 or float64, the same dtype; ``poff``: int64. The caller keeps
+    every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(a, types.Array) and isinstance(src, types.Array)
+            and a.dtype == src.dtype and a.dtype in (types.float32, types.float64)
+            and isinstance(poff, types.Array) and poff.dtype == i64
+            and isinstance(cnt, types.Array) and cnt.dtype == types.int32):
+        return None
+    skip_on = not isinstance(skip, types.NoneType)
+    sig = types.none(a, i64, src, i64, poff, cnt, skip)
+
+    def codegen(context, builder, signature, args):
+        def data(k):
+            return context.make_array(signature.args[k])(context, builder, value=args[k]).data
+
+        adata, sdata, pdata, cdata = data(0), data(2), data(4), data(5)
+        elem = context.get_data_type(signature.args[0].dtype)
+        vec = ir.VectorType(elem, PLANES)
+        i32 = ir.IntType(32)
+        v = ir.Constant(vec, None)
+        for lane in range(PLANES):
+            off = builder.load(builder.gep(pdata, [ir.Constant(ir.IntType(64), lane)]))
+            e = builder.load(builder.gep(sdata, [builder.add(args[3], off)]))
+            v = builder.insert_element(v, e, ir.Constant(i32, lane))
+        if skip_on:
+            ok = builder.fcmp_ordered("ord", v, v)
+            v = builder.select(ok, v, ir.Constant(vec, None))
+            cvec = ir.VectorType(i32, PLANES)
+            cptr = builder.bitcast(cdata, cvec.as_pointer())
+            c = builder.load(cptr, align=4)
+            builder.store(builder.add(c, builder.zext(ok, cvec)), cptr, align=4)
+        size = elem.get_abi_size(context.target_data)
+        aptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
+        builder.store(builder.fadd(builder.load(aptr, align=size), v), aptr, align=size)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+
+@intrinsic
+def number_bits(typingctx, out, o, src, b, n):
+    """``out[o]``: bit ``i`` set where ``src[b + i]`` is not NaN, for ``i < n <= 64`` (``out``:
+    int64; ``src`` any storage dtype, 16-bit patterns tested as integers). The caller keeps the
+    run inside ``src`` and ``n <= 64``."""
+    if not (_storage(src) and isinstance(out, types.Array) and out.dtype == types.int64):
+        return None
+    i64 = types.int64
+
+    def codegen(context, builder, signature, args):
+        run = _Run(context, builder, signature.args[2], args[2], args[3])
+        word = ir.IntType(64)
+        bits = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+
+        def block(off, mask):
+            ok = builder.bitcast(run.numbers(run.load(off, mask), mask), ir.IntType(_LANES))
+            part = builder.shl(builder.zext(ok, word), off)
+            builder.store(builder.or_(builder.load(bits), part), bits)
+
+        _blocks(builder, args[4], block)
+        data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+        builder.store(builder.load(bits), builder.gep(data, [args[1]]))
+        return context.get_dummy_value()
+
+    return types.none(out, i64, src, i64, i64), codegen
+
+
+@intrinsic
+def count_bits(typingctx, cnt, q, bits, o, rows, wmask):
+    """``cnt[q + l] = sum(popcount(bits[o + r * PLANES + l] & wmask) for r < rows)`` for the
+    ``PLANES`` planes ``l`` (``cnt``: int32, ``bits``: int64 rows of :func:`number_bits`, plane
+    by plane): the numbers of ``PLANES`` windows whose columns ``wmask`` selects, in vector
+    code. The caller keeps every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(cnt, types.Array) and cnt.dtype == types.int32
+            and isinstance(bits, types.Array) and bits.dtype == i64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        def ptr(k, off, vec):
+            data = context.make_array(signature.args[k])(context, builder, value=args[k]).data
+            return builder.bitcast(builder.gep(data, [off]), vec.as_pointer())
+
+        wide = ir.VectorType(ir.IntType(64), PLANES)
+        total = cgutils.alloca_once_value(builder, ir.Constant(wide, None))
+        m = _splat(builder, wide, args[5])
+        pop = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(wide, [wide]), f"llvm.ctpop.v{PLANES}i64")
+        with cgutils.for_range(builder, args[4]) as loop:
+            row = builder.add(args[3], builder.mul(loop.index, ir.Constant(ir.IntType(64), PLANES)))
+            v = builder.load(ptr(2, row, wide), align=8)
+            c = builder.call(pop, [builder.and_(v, m)])
+            builder.store(builder.add(builder.load(total), c), total)
+        narrow = ir.VectorType(ir.IntType(32), PLANES)
+        builder.store(builder.trunc(builder.load(total), narrow), ptr(0, args[1], narrow), align=4)
+        return context.get_dummy_value()
+
+    return types.none(cnt, i64, bits, i64, i64, i64), codegen
