@@ -209,46 +209,21 @@ def test_one_chunk_on_the_calling_thread_gives_the_parallel_kernels_bits(
             np.testing.assert_array_equal(bits(a), bits(b))
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize(
-    "rank, shape, size",
-    [(1, (2, 3, 10), 4), (2, (1, 1, 4, 4), 2), (2, (3, 6, 5), (2, None)),
-     (3, (1, 2, 1, 4, 4), (1, 2, 2))],
-)
-def test_tiny_nan_skipping_backward_counts_in_the_lanes_kernel(rank, shape, size, dtype, knobs):
-    """Tiny NaN-skipping average backward problems of windows one d deep take the 8-planes
-    kernel whatever their channels (it counts windows itself): the count + gather pair's bits."""
-    from adaptive_pool.cpu.backend import CpuBackend
-    from adaptive_pool.functional import backward_executor
-
-    avg, _, avg_b, _ = _ops(rank)
-    x = rand(shape, dtype, seed=5)
-    x.reshape(-1)[::3] = np.nan
-    g = rand(avg(x, size).shape, dtype, seed=6)
-    knobs(_SERIAL_WORK=1 << 16)
-    dims = backward_executor(avg_b.__name__, g, x, skipna=True).dims
-    assert CpuBackend._lanes(dims, True) and not CpuBackend._lanes(dims)
-    lanes = [avg_b(g, x, skipna=True) for _ in range(2)]  # the long way, then prepared
-    knobs(_SERIAL_WORK=1 << 16, _LANES_COUNTING=0)
-    pair = [avg_b(g, x, skipna=True) for _ in range(2)]
-    for a in lanes + pair[1:]:
-        np.testing.assert_array_equal(bits(a), bits(pair[0]))
-
-
 def test_threads_each_take_their_own_scratch():
     """The max backward's flags and the NaN-skipping backward's counts are reused from call to
     call (a free list), never shared by calls in flight in several threads (kernels run without
     the GIL)."""
     rng = np.random.default_rng(0)
-    xs = [rand((1, 1, 9, 9), np.float32, seed=s) for s in range(6)]  # a count pass: 9x9
+    # windows two d deep: a count pass
+    xs = [rand((1, 1, 3, 9, 9), np.float32, seed=s) for s in range(6)]
     for x in xs:
-        x.reshape(-1)[rng.integers(0, 81, 20)] = np.nan
-    gs = [rand((1, 1, 4, 4), np.float32, seed=10 + s) for s in range(6)]
-    ids = [ap.adaptive_max_pool2d(x, 4)[1] for x in xs]
+        x.reshape(-1)[rng.integers(0, 243, 60)] = np.nan
+    gs = [rand((1, 1, 2, 4, 4), np.float32, seed=10 + s) for s in range(6)]
+    ids = [ap.adaptive_max_pool3d(x, (2, 4, 4))[1] for x in xs]
 
     def results(k):
-        return (ap.adaptive_avg_pool2d_backward(gs[k], xs[k], skipna=True),
-                ap.adaptive_max_pool2d_backward(gs[k], xs[k], ids[k]))
+        return (ap.adaptive_avg_pool3d_backward(gs[k], xs[k], skipna=True),
+                ap.adaptive_max_pool3d_backward(gs[k], xs[k], ids[k]))
 
     want = [results(k) for k in range(len(xs))]
     got = [None] * len(xs)

@@ -381,15 +381,10 @@ class CpuBackend:
         self.prepare_avg_pool_backward(gg, ig, tab, dims, xg)(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims, counting: bool = False) -> bool:
+    def _lanes(dims) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
-        channels, and where it would count the windows itself (``counting``), tiny problems
-        whatever their channels (see :data:`_LANES_COUNTING`)."""
-        n, c, d, h, w, _, _, _ = dims
-        if counting and n * -(-c // kernels.LANES) * kernels.LANES * d * h * w <= (
-            _LANES_COUNTING
-        ):
-            return True
+        channels."""
+        _, c, _, h, w, _, _, _ = dims
         return c >= kernels.LANES and h * w <= _LANES_PLANE
 
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None):
@@ -398,8 +393,10 @@ class CpuBackend:
 
         Windows that are runs of memory (global pooling, whole rows) one window at a time, 8
         planes side by side for small planes of many channels, else row blocks of one plane.
-        NaN-skipping, windows are counted first (one int64 per output cell), except by the
-        8-planes kernel on windows one d deep, which counts them itself.
+        NaN-skipping over windows one d deep (every 1-D and 2-D problem), each work item of
+        the gather counts its windows itself, just before it reads the same part of ``x``
+        again; deeper windows are counted first, in a pass of their own (one int64 per output
+        cell).
         """
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
@@ -415,11 +412,10 @@ class CpuBackend:
                 run(gf, gg, if_, ig, dims, xf, xg_, skip, nch)
 
             return _bind(call, (run,), like)
-        # NaN-skipping over windows one d deep, which the 8-planes kernel counts itself (a Dask
-        # block's tables may have od == d with deeper windows: they keep their global extent)
+        # (a Dask block's tables may have od == d with deeper windows: they keep their global
+        # extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        lanes = self._lanes(dims, counting)
-        if lanes:
+        if self._lanes(dims):
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
 
@@ -440,7 +436,7 @@ class CpuBackend:
                 gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
 
             return _bind(call, (run,), like)
-        if lanes and counting:
+        if counting:
 
             def call(run, gf, if_, xf):
                 gather(run, gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
@@ -638,13 +634,6 @@ _DECODED_BAND = 1 << 16
 #: 1.4-2x on 7x7 and 14x14 planes, 1.1-1.7x on 28x28 and 32x32, but from 1.3x faster to 2.3x
 #: slower on 56x56, 64x64 and 112x112.
 _LANES_PLANE = 1024
-
-#: NaN-skipping average backward problems of windows one d deep (every 1-D and 2-D one) whose
-#: 8-planes blocks hold at most this many elements take the 8-planes kernel even with fewer
-#: than 8 channels (lanes left idle compute a copy of the last plane): it counts each window's
-#: numbers itself, where the other kernel needs a counting pass first, a second call. Per call,
-#: 0.2-0.55 us less on 4x4 and 6x6 planes of one channel, 0.1 us more on 8x8 (2026-12-01).
-_LANES_COUNTING = 256
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).

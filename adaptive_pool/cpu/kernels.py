@@ -633,6 +633,35 @@ def _flush_counts(col, ws, we, cnt, r0):
         col[w] = 0
 
 
+@numba.njit(inline="always")
+def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
+    """``cnt[r0 + ow]``: the numbers in window ``ow`` of the output row whose band is
+    ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts)."""
+    for ow in range(ws.size):
+        cnt[np.uint64(r0 + ow)] = 0
+    rows = 0
+    for d in range(d0, d1):
+        h = h0
+        while h < h1:
+            nr = min(h1 - h, COUNT_FLUSH - rows)
+            b = xb + d * xd + h * xh
+            # the band's non-NaN elements per column: at unit stride, vector code that
+            # keeps each column block's counts in registers over the rows
+            if xw == 1:
+                add_numbers(col, x, b, W, nr, xh)
+            else:
+                for r in range(nr):
+                    for w in range(W):
+                        v = get(x, b + r * xh + w * xw)
+                        col[w] += np.int32(v == v)
+            rows += nr
+            h += nr
+            if rows == COUNT_FLUSH:
+                _flush_counts(col, ws, we, cnt, r0)
+                rows = 0
+    _flush_counts(col, ws, we, cnt, r0)
+
+
 @numba.njit(**_BODY)
 def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
@@ -645,31 +674,8 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
     col = np.zeros(W, np.int32)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for r in range(r_lo, r_hi):
-        xb = x0 + n * xn + c * xc
-        r0 = r * OW
-        for ow in range(OW):
-            cnt[np.uint64(r0 + ow)] = 0
-        rows = 0
-        for d in range(tab[sd + od], tab[ed + od]):
-            h, h1 = tab[sh + oh], tab[eh + oh]
-            while h < h1:
-                nr = min(h1 - h, COUNT_FLUSH - rows)
-                b = xb + d * xd + h * xh
-                # the band's non-NaN elements per column: at unit stride, vector code that
-                # keeps each column block's counts in registers over the rows
-                if xw == 1:
-                    add_numbers(col, x, b, W, nr, xh)
-                else:
-                    for r in range(nr):
-                        for w in range(W):
-                            v = get(x, b + r * xh + w * xw)
-                            col[w] += np.int32(v == v)
-                rows += nr
-                h += nr
-                if rows == COUNT_FLUSH:
-                    _flush_counts(col, ws, we, cnt, r0)
-                    rows = 0
-        _flush_counts(col, ws, we, cnt, r0)
+        _count_row(x, x0 + n * xn + c * xc, xd, xh, xw, tab[sd + od], tab[ed + od],
+                   tab[sh + oh], tab[eh + oh], W, col, ws, we, cnt, r * OW)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
@@ -721,6 +727,14 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
+    # skipna with windows one d deep (``cnt`` empty): the item counts its output rows'
+    # windows itself, just before it reads the same rows of x again (from cache), instead
+    # of a pass of count_valid over all of x first
+    fused = skip is not None and cnt.size == 0
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    col = np.zeros(W if fused else 0, np.int32)
+    lc = np.empty(0, np.int64)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for _ in range(it_lo, it_hi):
         h_first = blk * rows_per_item
@@ -731,13 +745,24 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         need = (od1 - od0) * nh * W
         if part.size < need:
             part = scratch(go, need)
+        if fused:
+            if lc.size < nh * OW:
+                lc = np.empty(nh * OW, np.int64)
+            xp = x0 + n * xn + c * xc
+            for oh in range(oh0, oh1):
+                _count_row(x, xp, xd, xh, xw, tab[sd + d], tab[ed + d], tab[sh + oh],
+                           tab[eh + oh], W, col, ws, we, lc, (oh - oh0) * OW)
         gb = g0 + n * gn + c * gc
         for od in range(od0, od1):
             vd = tab[ed + od] - tab[sd + od]
             for oh in range(oh0, oh1):
                 vdh = vd * (tab[eh + oh] - tab[sh + oh])
                 load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                if skip is not None:  # each window's count of non-NaN elements
+                if fused:
+                    cr = (oh - oh0) * OW
+                    for ow in range(OW):
+                        g[ow] = g[ow] / acc(go, lc[np.uint64(cr + ow)])
+                elif skip is not None:  # each window's count of non-NaN elements
                     cr = (((n * C + c) * OD + od) * OH + oh) * OW
                     for ow in range(OW):
                         g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
@@ -782,8 +807,10 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
     row covered by a single output row is written straight from its partial row.
 
     With :data:`SKIPNA`, the NaN-skipping average's gradient: output o's share is
-    ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`) and the inputs that
-    are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
+    ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`; where ``cnt`` is
+    empty, windows one d deep, each work item counts its output rows' windows first) and the
+    inputs that are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not
+    read.
     """
     for ch in prange(nchunk):
         call(_avg_backward_chunk, at, (
