@@ -952,9 +952,19 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 h0, h1 = tab[sh + oh], tab[eh + oh]
                 if x_count:  # each plane's band counted at unit stride
                     for l in range(LANES):
+                        b = xb + xl[l] + h0 * W
+                        if (h1 - h0) * OW <= W:
+                            # few rows of wide windows (1-D): each window's runs counted in
+                            # vector code, not a scalar addition per column
+                            for ow in range(OW):
+                                w0, m = tab[sw + ow], 0
+                                for r in range(h1 - h0):
+                                    m += run_count(x, b + r * W + w0, tab[ew + ow] - w0)
+                                cw[(oh * OW + ow) * LANES + l] = m
+                            continue
                         for w in range(W):
                             colp[w] = 0
-                        add_numbers(colp, x, xb + xl[l] + h0 * W, W, h1 - h0, W)
+                        add_numbers(colp, x, b, W, h1 - h0, W)
                         for ow in range(OW):
                             m = np.int32(0)
                             for w in range(tab[sw + ow], tab[ew + ow]):
