@@ -443,12 +443,17 @@ class CpuBackend:
 
             return _bind(call, (run,), like)
         count, cserial = self._runner(kernels.count_valid, work)
-        cch = self._chunks(n * c * od * oh, cserial)
+        # 8 planes side by side where rows fit a 64-bit mask and windows span few rows (a
+        # mask per row costs more than adding rows into column counts where they are many:
+        # 8x128x8x14x14 -> 3x5x5, 9 rows, 2.1x -> 1.65x the plain call; 49 and 80 rows slower)
+        planes = (c >= kernels.LANES and xg[5] == 1 and w <= 64 and d * h * w < 1 << 31
+                  and -(-d // od) * -(-h // oh) <= 16)
+        cch = self._chunks(n * (-(-c // kernels.LANES) if planes else c) * od * oh, cserial)
         take, give = _scratch(n * c * od * oh * ow, np.int64, like is not None and cserial)
 
         def call(count, run, gf, if_, xf):
             cnt = take()
-            count(xf, xg, cnt, tab, dims, cch)
+            count(xf, xg, cnt, tab, dims, planes, cch)
             gather(run, gf, if_, xf, xg, cnt, kernels.SKIPNA)
             give(cnt)
 

@@ -663,30 +663,61 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
 
 
 @numba.njit(**_BODY)
-def _count_chunk(ch, x, xg, cnt, tab, dims, nchunk):
+def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
-    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    P = LANES if planes else 1
+    CB = (C + P - 1) // P
+    r_lo, r_hi = _chunk(ch, nchunk, N * CB * OD * OH)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    col = np.zeros(W, np.int32)
-    oh, od, c, n = _unravel(r_lo, OH, OD, C)
-    for r in range(r_lo, r_hi):
-        _count_row(x, x0 + n * xn + c * xc, xd, xh, xw, tab[sd + od], tab[ed + od],
-                   tab[sh + oh], tab[eh + oh], W, col, ws, we, cnt, r * OW)
-        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+    col = np.zeros(0 if planes else W, np.int32)
+    bits = np.empty(0, np.int64)
+    cw = np.empty(LANES, np.int32)
+    wbits = np.zeros(OW if planes else 0, np.int64)
+    for ow in range(wbits.size):
+        for w in range(ws[ow], we[ow]):
+            wbits[ow] |= np.int64(1) << w
+    oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
+        if planes:  # a bit per element of the band's rows, popcounts of the windows' columns
+            c0 = cb * LANES
+            nl = min(LANES, C - c0)
+            rows = (d1 - d0) * (h1 - h0)
+            if bits.size < rows * LANES:
+                bits = np.empty(rows * LANES, np.int64)
+            xb = x0 + n * xn + c0 * xc
+            k = 0
+            for d in range(d0, d1):
+                for h in range(h0, h1):
+                    b = xb + d * xd + h * xh
+                    for l in range(LANES):  # a last block of fewer planes repeats its last
+                        number_bits(bits, k * LANES + l, x, b + min(l, nl - 1) * xc, W)
+                    k += 1
+            r0 = ((n * C + c0) * OD + od) * OH + oh
+            for ow in range(OW):
+                count_bits(cw, 0, bits, 0, rows, wbits[ow])
+                for l in range(nl):
+                    cnt[np.uint64((r0 + l * OD * OH) * OW + ow)] = cw[l]
+        else:
+            _count_row(x, x0 + n * xn + cb * xc, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we,
+                       cnt, (((n * C + cb) * OD + od) * OH + oh) * OW)
+        oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
 
 @numba.njit(**_JIT)
-def count_valid(at, x, xg, cnt, tab, dims, nchunk):
+def count_valid(at, x, xg, cnt, tab, dims, planes, nchunk):
     """``cnt[o]``: how many elements of window ``o`` are not NaN (C order of the outputs): the
     divisors of the NaN-skipping average backward. Counts are exact integers, so any order
-    serves: a work item (one output row) adds its band's rows into int32 column counts
-    (vectorised), then sums each window's columns."""
+    serves. A work item is one output row: its band's rows added into int32 column counts
+    (vectorised), then each window's columns summed; or, with ``planes`` (unit-stride rows of
+    at most 64 elements, planes of fewer than 2**31), one output row of ``LANES`` planes: a
+    bit mask per row and plane, then each window's popcounts, the planes side by side."""
     for ch in prange(nchunk):
-        call(_count_chunk, at, (np.int64(ch), x, xg, cnt, tab, dims, nchunk))
+        call(_count_chunk, at, (np.int64(ch), x, xg, cnt, tab, dims, planes, nchunk))
 
 
 @numba.njit(inline="always")

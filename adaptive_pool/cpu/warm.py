@@ -87,9 +87,9 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
-    "avg_pool_backward": (  # (planes large enough for a count pass when NaN-skipping)
+    "avg_pool_backward": (  # (windows two d deep: a count pass when NaN-skipping)
         ("avg_pool_backward", "count_valid"), False,
-        _avg_backward((1, 6, 6), (1, 2, 2), 1),
+        _avg_backward((2, 6, 6), (1, 2, 2), 1),
     ),
     "avg_pool_backward_lanes": (
         ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
