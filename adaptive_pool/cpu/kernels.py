@@ -633,10 +633,11 @@ def _flush_counts(col, ws, we, cnt, r0):
         col[w] = 0
 
 
-@numba.njit(inline="always")
+@numba.njit(**_BODY)
 def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
     """``cnt[r0 + ow]``: the numbers in window ``ow`` of the output row whose band is
-    ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts)."""
+    ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts).
+    Called once per output row, so compiled once rather than inlined into its two callers."""
     for ow in range(ws.size):
         cnt[np.uint64(r0 + ow)] = 0
     rows = 0
@@ -662,6 +663,17 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
     _flush_counts(col, ws, we, cnt, r0)
 
 
+@numba.njit(inline="always")
+def _column_bits(ws, we, on):
+    """Window ``ow``'s columns ``[ws[ow], we[ow])`` as a 64-bit mask (rows of at most 64),
+    for :func:`~adaptive_pool.cpu.lanes.count_bits`; empty unless ``on``."""
+    m = np.zeros(ws.size if on else 0, np.int64)
+    for ow in range(m.size):
+        for w in range(ws[ow], we[ow]):
+            m[ow] |= np.int64(1) << w
+    return m
+
+
 @numba.njit(**_BODY)
 def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
@@ -676,10 +688,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     col = np.zeros(0 if planes else W, np.int32)
     bits = np.empty(0, np.int64)
     cw = np.empty(LANES, np.int32)
-    wbits = np.zeros(OW if planes else 0, np.int64)
-    for ow in range(wbits.size):
-        for w in range(ws[ow], we[ow]):
-            wbits[ow] |= np.int64(1) << w
+    wbits = _column_bits(ws, we, planes)
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
@@ -905,6 +914,22 @@ def _scatter_lanes(a, b, sc, sw, W, nl, src):
 
 
 @numba.njit(**_BODY)
+def _plane_bit_counts(x, xb, xl, H, W, hs, he, wbits, bits, cw):
+    """``cw[(oh * OW + ow) * LANES + l]``: the numbers in window ``(oh, ow)`` of the plane at
+    ``xb + xl[l]`` (rows of ``W <= 64`` at unit stride, planes that are runs): a bit mask per
+    row, then popcounts of the windows' columns (``wbits``), the ``LANES`` planes side by side.
+    Once per work item: compiled once rather than inlined (compile time)."""
+    OW = wbits.size
+    for l in range(LANES):
+        for h in range(H):
+            number_bits(bits, h * LANES + l, x, xb + xl[l] + h * W, W)
+    for oh in range(hs.size):
+        h0 = hs[oh]
+        for ow in range(OW):
+            count_bits(cw, (oh * OW + ow) * LANES, bits, h0 * LANES, he[oh] - h0, wbits[ow])
+
+
+@numba.njit(**_BODY)
 def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_lanes`."""
     N, C, D, H, W, OD, OH, OW = dims
@@ -945,10 +970,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     colp = np.empty(W if x_count else 0, np.int32)
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     bits = np.empty(H * LANES if x_bits else 0, np.int64)
-    wbits = np.zeros(OW if x_bits else 0, np.int64)
-    for ow in range(wbits.size):
-        for w in range(tab[sw + ow], tab[ew + ow]):
-            wbits[ow] |= np.int64(1) << w
+    wbits = _column_bits(tab[sw : sw + OW], tab[ew : ew + OW], x_bits)
     z = acc(go, 0)
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
@@ -970,14 +992,9 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     for l in range(LANES):
                         v = get(x, o + xl[l])
                         okv[q + l] = np.int32(v == v)
-        if x_bits:  # rows of at most 64: a bit per element, popcounts of the windows' columns
-            for l in range(LANES):
-                for h in range(H):
-                    number_bits(bits, h * LANES + l, x, xb + xl[l] + h * W, W)
-            for oh in range(OH):
-                h0, h1 = tab[sh + oh], tab[eh + oh]
-                for ow in range(OW):
-                    count_bits(cw, (oh * OW + ow) * LANES, bits, h0 * LANES, h1 - h0, wbits[ow])
+        if x_bits:
+            _plane_bit_counts(x, xb, xl, H, W, tab[sh : sh + OH], tab[eh : eh + OH], wbits,
+                              bits, cw)
         elif fused:  # exact integers: rows of columns, then columns of windows
             for oh in range(OH):
                 h0, h1 = tab[sh + oh], tab[eh + oh]
