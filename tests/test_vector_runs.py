@@ -167,7 +167,7 @@ def test_row_bits_and_window_popcounts(dtype):
         cnt = np.full(PLANES + 2, -1, np.int32)
         _count_bits(cnt, 1, bits, PLANES, rows, wmask)
         u = bits.view(np.uint64).reshape(rows + 1, PLANES)[1:]
-        want = [sum(bin(int(r) & ((1 << 64) - 1) & (wmask % (1 << 64))).count("1") for r in u[:, l])
-                for l in range(PLANES)]
+        m = wmask % (1 << 64)
+        want = [sum(bin(int(r) & m).count("1") for r in u[:, l]) for l in range(PLANES)]
         np.testing.assert_array_equal(cnt[1 : PLANES + 1], want)
         assert cnt[0] == cnt[-1] == -1

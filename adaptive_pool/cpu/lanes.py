@@ -122,6 +122,11 @@ def _masked(builder, op, vec, ptr, size, mask, value=None):
     return builder.call(fn, [value, ptr, align, mask])
 
 
+def _data(context, builder, aryty, ary):
+    """The data pointer of array ``ary`` (Numba type ``aryty``)."""
+    return context.make_array(aryty)(context, builder, value=ary).data
+
+
 class _Run:
     """A unit-stride run ``a[b:]`` of a 1-D array, read and written 32 elements at a time."""
 
@@ -130,8 +135,7 @@ class _Run:
         self.dtype = aryty.dtype
         self.size = aryty.dtype.bitwidth // 8
         self.vec = ir.VectorType(context.get_data_type(aryty.dtype), _LANES)
-        data = context.make_array(aryty)(context, builder, value=ary).data
-        self.base = builder.gep(data, [b])
+        self.base = builder.gep(_data(context, builder, aryty, ary), [b])
 
     def _ptr(self, off):
         return self.builder.bitcast(self.builder.gep(self.base, [off]), self.vec.as_pointer())
@@ -330,10 +334,8 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     sig = types.none(a, i64, src, i64, poff, cnt, skip)
 
     def codegen(context, builder, signature, args):
-        def data(k):
-            return context.make_array(signature.args[k])(context, builder, value=args[k]).data
-
-        adata, sdata, pdata, cdata = data(0), data(2), data(4), data(5)
+        adata, sdata, pdata, cdata = (_data(context, builder, signature.args[k], args[k])
+                                      for k in (0, 2, 4, 5))
         elem = context.get_data_type(signature.args[0].dtype)
         vec = ir.VectorType(elem, PLANES)
         i32 = ir.IntType(32)
@@ -357,7 +359,6 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     return sig, codegen
 
 
-
 @intrinsic
 def number_bits(typingctx, out, o, src, b, n):
     """``out[o]``: bit ``i`` set where ``src[b + i]`` is not NaN, for ``i < n <= 64`` (``out``:
@@ -378,8 +379,8 @@ def number_bits(typingctx, out, o, src, b, n):
             builder.store(builder.or_(builder.load(bits), part), bits)
 
         _blocks(builder, args[4], block)
-        data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
-        builder.store(builder.load(bits), builder.gep(data, [args[1]]))
+        out = _data(context, builder, signature.args[0], args[0])
+        builder.store(builder.load(bits), builder.gep(out, [args[1]]))
         return context.get_dummy_value()
 
     return types.none(out, i64, src, i64, i64), codegen
@@ -398,7 +399,7 @@ def count_bits(typingctx, cnt, q, bits, o, rows, wmask):
 
     def codegen(context, builder, signature, args):
         def ptr(k, off, vec):
-            data = context.make_array(signature.args[k])(context, builder, value=args[k]).data
+            data = _data(context, builder, signature.args[k], args[k])
             return builder.bitcast(builder.gep(data, [off]), vec.as_pointer())
 
         wide = ir.VectorType(ir.IntType(64), PLANES)
@@ -407,7 +408,8 @@ def count_bits(typingctx, cnt, q, bits, o, rows, wmask):
         pop = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(wide, [wide]), f"llvm.ctpop.v{PLANES}i64")
         with cgutils.for_range(builder, args[4]) as loop:
-            row = builder.add(args[3], builder.mul(loop.index, ir.Constant(ir.IntType(64), PLANES)))
+            step = ir.Constant(loop.index.type, PLANES)
+            row = builder.add(args[3], builder.mul(loop.index, step))
             v = builder.load(ptr(2, row, wide), align=8)
             c = builder.call(pop, [builder.and_(v, m)])
             builder.store(builder.add(builder.load(total), c), total)
