@@ -412,8 +412,8 @@ class CpuBackend:
                 run(gf, gg, if_, ig, dims, xf, xg_, skip, nch)
 
             return _bind(call, (run,), like)
-        # (a Dask block's tables may have od == d with deeper windows: they keep their global
-        # extent)
+        # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
+        # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
         if self._lanes(dims):
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
