@@ -640,6 +640,15 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
     Called once per output row, so compiled once rather than inlined into its two callers."""
     for ow in range(ws.size):
         cnt[np.uint64(r0 + ow)] = 0
+    if xw == 1 and ws.size * (d1 - d0) * (h1 - h0) <= W:
+        # few rows of wide windows (1-D): each window's runs counted in vector code, not a
+        # scalar addition per column and window
+        for d in range(d0, d1):
+            for h in range(h0, h1):
+                b = xb + d * xd + h * xh
+                for ow in range(ws.size):
+                    cnt[np.uint64(r0 + ow)] += run_count(x, b + ws[ow], we[ow] - ws[ow])
+        return
     rows = 0
     for d in range(d0, d1):
         h = h0
@@ -957,20 +966,23 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # read plane by plane at unit stride: NaN inputs set to +0.0 once a plane is stored, and
     # windows counted from a bit per element where rows hold at most 64 (popcounts of the
     # windows' columns, the 8 planes side by side: 1.4-1.8x less time for the whole skipna
-    # call than the column counts below on 14x14 and 28x28 planes), else per plane where they
-    # hold 4 elements or more on average (each count then a scalar sum per plane: shorter
-    # windows count the 8 planes side by side). Otherwise a lane-major validity mask of the
-    # slab serves both.
+    # call than the column counts below on 14x14 and 28x28 planes), else per plane as
+    # count_valid counts an output row (:func:`_count_row`) where they hold 4 elements or more
+    # on average (shorter windows count the 8 planes side by side). Otherwise a lane-major
+    # validity mask of the slab serves both.
     x_run = skip is not None and plane_run and xw == 1 and xh == W
     x_bits = fused and x_run and W <= 64
     x_count = fused and x_run and not x_bits and H * W >= 4 * OH * OW
     mask = skip is not None and not (x_run and (x_bits or x_count or not fused))
     okv = np.empty(H * WL if mask else 0, np.int32)
     colc = np.empty(WL if fused and not (x_bits or x_count) else 0, np.int32)
-    colp = np.empty(W if x_count else 0, np.int32)
+    colp = np.zeros(W if x_count else 0, np.int32)
+    lcnt = np.empty(OW if x_count else 0, np.int64)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     bits = np.empty(H * LANES if x_bits else 0, np.int64)
-    wbits = _column_bits(tab[sw : sw + OW], tab[ew : ew + OW], x_bits)
+    wbits = _column_bits(ws, we, x_bits)
     z = acc(go, 0)
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
@@ -1000,24 +1012,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 h0, h1 = tab[sh + oh], tab[eh + oh]
                 if x_count:  # each plane's band counted at unit stride
                     for l in range(LANES):
-                        b = xb + xl[l] + h0 * W
-                        if (h1 - h0) * OW <= W:
-                            # few rows of wide windows (1-D): each window's runs counted in
-                            # vector code, not a scalar addition per column
-                            for ow in range(OW):
-                                w0, m = tab[sw + ow], 0
-                                for r in range(h1 - h0):
-                                    m += run_count(x, b + r * W + w0, tab[ew + ow] - w0)
-                                cw[(oh * OW + ow) * LANES + l] = m
-                            continue
-                        for w in range(W):
-                            colp[w] = 0
-                        add_numbers(colp, x, b, W, h1 - h0, W)
+                        _count_row(x, xb + xl[l], 0, W, 1, 0, 1, h0, h1, W, colp, ws, we,
+                                   lcnt, 0)
                         for ow in range(OW):
-                            m = np.int32(0)
-                            for w in range(tab[sw + ow], tab[ew + ow]):
-                                m += colp[w]
-                            cw[(oh * OW + ow) * LANES + l] = m
+                            cw[(oh * OW + ow) * LANES + l] = lcnt[ow]
                 else:
                     for k in range(WL):
                         colc[k] = 0
