@@ -164,12 +164,19 @@ def _splat(builder, vec, value):
                                   ir.Constant(ir.VectorType(i32, vec.count), [0] * vec.count))
 
 
+def _popcount(builder, v):
+    """``llvm.ctpop`` of an integer or a vector of integers (lane by lane)."""
+    t = v.type
+    name = f"v{t.count}i{t.element.width}" if isinstance(t, ir.VectorType) else f"i{t.width}"
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(t, [t]), f"llvm.ctpop.{name}")
+    return builder.call(fn, [v])
+
+
 def _count(builder, ok):
     """How many lanes of ``ok`` are set, as an int64."""
-    bits = builder.bitcast(ok, ir.IntType(_LANES))
-    fn = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(bits.type, [bits.type]), f"llvm.ctpop.i{_LANES}")
-    return builder.zext(builder.call(fn, [bits]), ir.IntType(64))
+    bits = _popcount(builder, builder.bitcast(ok, ir.IntType(_LANES)))
+    return builder.zext(bits, ir.IntType(64))
 
 
 @intrinsic
@@ -405,13 +412,11 @@ def count_bits(typingctx, cnt, q, bits, o, rows, wmask):
         wide = ir.VectorType(ir.IntType(64), PLANES)
         total = cgutils.alloca_once_value(builder, ir.Constant(wide, None))
         m = _splat(builder, wide, args[5])
-        pop = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(wide, [wide]), f"llvm.ctpop.v{PLANES}i64")
         with cgutils.for_range(builder, args[4]) as loop:
             step = ir.Constant(loop.index.type, PLANES)
             row = builder.add(args[3], builder.mul(loop.index, step))
             v = builder.load(ptr(2, row, wide), align=8)
-            c = builder.call(pop, [builder.and_(v, m)])
+            c = _popcount(builder, builder.and_(v, m))
             builder.store(builder.add(builder.load(total), c), total)
         narrow = ir.VectorType(ir.IntType(32), PLANES)
         builder.store(builder.trunc(builder.load(total), narrow), ptr(0, args[1], narrow), align=4)
