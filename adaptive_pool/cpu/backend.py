@@ -359,16 +359,17 @@ class CpuBackend:
             and _windows_are_runs(dims, xg)
         ):
             return "runs"
-        # a 16-bit window band longer than the direct order's decoded band goes row by row
+        # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
-        if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
-            return "rowwise"
         if (
             c >= kernels.LANES
-            and d * h * w < _LANEWISE_ROW * od * oh
+            and d * h * w <= _LANEWISE_WINDOW * od * oh * ow
+            and (itemsize != 2 or kernels.LANES * band <= _DECODED_BAND)
             and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31
         ):
             return "lanewise"  # (its counts are int32)
+        if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
+            return "rowwise"  # (a long 16-bit band: row by row, not decoded whole)
         return "direct"
 
     def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
@@ -624,12 +625,14 @@ _NO_COUNTS = np.empty(0, np.int64)
 #: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
 
-#: Average output rows that read fewer input elements than this (on average) sum 8 planes
-#: side by side, sharing the loop overhead of small windows: 1.3-2x on 7x7 -> 1x1 (49
-#: elements a row), 14x14 -> 5x5 (39), 28x28 -> 3x3 (261) and 32x32 -> 5x7 (205), but
-#: anywhere from 1.4x faster to 1.2x slower than the direct loop on 56x56 -> 7x7 (448) and
-#: 64x64 -> 9x11 (455), where that overhead is already spread thin.
-_LANEWISE_ROW = 320
+#: Average windows of at most this many elements (on average) sum 8 planes side by side,
+#: planes of 8 or more channels: with the planes added as one vector operation (``add_planes``)
+#: that order is 1.2-5x faster than the direct and row-wise ones wherever the input is not
+#: read at memory speed by all of them: 1.4x on 56x56 -> 7x7 (64 elements a window), 2.9x on
+#: 64x64 -> 9x11 (41), 2.6x on 999 -> 50 (20), 2x on 35x60 -> 1x9 (233), 2.2x on 64^3 ->
+#: 7x9x11 (377). Larger ones (1394 and 4096) ran as fast in float32 and float64 and 1.1-2x
+#: slower in 16 bits.
+_LANEWISE_WINDOW = 512
 
 #: Elements of a window's band up to which the average forward's direct order decodes
 #: 16-bit input before summing it (1.1-1.2x on 56x56 -> 7x7); the lane order always does.
