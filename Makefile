@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 # The kernels the demo runs (see `python -m adaptive_pool warmup --list`), compiled into
 # Numba's cache in parallel before it starts, instead of one after the other inside it.
-DEMO_KERNELS := max_pool,avg_pool_backward_lanes,avg_pool_lanewise,avg_pool_direct,avg_pool_backward,max_pool_backward_sparse
+DEMO_KERNELS := max_pool,avg_pool_backward_lanes,avg_pool_lanewise,avg_pool_backward,max_pool_backward_sparse
 
 .PHONY: demo test warmup docs bench clean
 

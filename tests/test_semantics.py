@@ -135,6 +135,35 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,output_size",
+    [((2, 3, 7, 9, 10), (1, 1, 1)), ((2, 3, 4, 5, 70), (None, 1, 1)),
+     ((2, 3, 4, 5, 6), (4, 5, 1)), ((1, 2, 1, 3, 200), (1, 3, 1))],
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna, knobs):
+    """Where every window is one run of memory (global pooling, (None, 1), ...) the max
+    forward takes a kernel of its own, in C order; laid out otherwise, the general one. Both
+    give the reference's value and index: ties (the first maximum), NaN (the last one, or
+    never with skipna), a plane of NaN only, -inf, windows over 64 elements."""
+    x = small_ints(shape, dtype, seed=18, high=3)
+    x[np.random.default_rng(19).random(shape) < 0.1] = np.nan
+    x[0, 0] = np.nan
+    x[0, 1, ..., -1] = -np.inf
+    want_y, want_i = ref.max_pool(x, output_size, 3, skipna=skipna)
+    for runs in (True, False):
+        if not runs:
+            knobs(_run_windows=lambda *args: False)
+        for v in (x, channels_last(x)):
+            for index_dtype in (np.int32, np.int64):
+                y, idx = ap.adaptive_max_pool3d(
+                    v, output_size, skipna=skipna, index_dtype=index_dtype
+                )
+                np.testing.assert_array_equal(bits(y), bits(want_y.astype(dtype)))
+                np.testing.assert_array_equal(idx, want_i)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size",
     [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
      ((1, 9, 37, 6), (1, None)), ((1, 9, 5, 45), (None, 1))],
 )

@@ -469,6 +469,15 @@ class CpuBackend:
     def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None):
         """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, _ = dims
+        skip = kernels.SKIPNA if skipna else kernels.PLAIN
+        if _run_windows(tab, dims, xg) and d * h * w < 1 << 31:  # (int32 positions)
+            run, serial = self._runner(kernels.max_pool_runs, n * c * d * h * w)
+            nch = self._chunks(n * c * od * oh, serial)
+
+            def call(run, xf, yf, jf):
+                run(xf, xg, yf, yg, jf, jg, dims, skip, nch)
+
+            return _bind(call, (run,), like)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         # input rows of the largest block; one output row's window may be taken in parts
@@ -476,7 +485,6 @@ class CpuBackend:
         first = np.arange(0, oh, rpi)
         rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
         part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
-        skip = kernels.SKIPNA if skipna else kernels.PLAIN
         run, serial = self._runner(kernels.max_pool, n * c * d * h * w)
         nch = self._chunks(n * c * od * -(-oh // rpi), serial)
 

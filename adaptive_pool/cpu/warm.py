@@ -57,11 +57,16 @@ def _avg_backward(in3: tuple, out3: tuple, c: int) -> Callable:
     return run
 
 
-def _max(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
-    x, tab, dims = _problem(storage, (2, 3, 3), (1, 2, 2))
-    y = np.empty((1, 1, 1, 2, 2), storage)
-    for skip in (False, True)[: 1 + skipna]:
-        BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims, skipna=skip)
+def _max(in3: tuple, out3: tuple) -> Callable[[np.dtype, np.dtype, bool], None]:
+    """The max forward, plain and NaN-skipping."""
+
+    def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
+        x, tab, dims = _problem(storage, in3, out3)
+        y = np.empty((1, 1) + out3, storage)
+        for skip in (False, True)[: 1 + skipna]:
+            BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims, skipna=skip)
+
+    return run
 
 
 def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
@@ -97,7 +102,8 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_backward_runs": (
         ("avg_pool_backward_runs",), False, _avg_backward((1, 3, 3), (1, 1, 1), 1)
     ),
-    "max_pool": (("max_pool",), True, _max),
+    "max_pool": (("max_pool",), True, _max((2, 3, 3), (1, 2, 2))),
+    "max_pool_runs": (("max_pool_runs",), True, _max((2, 3, 3), (1, 1, 1))),
     "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
     "max_pool_backward": (
         ("first_bad_index", "max_pool_backward"), True, _max_backward(False)
