@@ -136,14 +136,17 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
 @pytest.mark.parametrize(
     "shape,output_size",
     [((2, 3, 7, 9, 10), (1, 1, 1)), ((2, 3, 4, 5, 70), (None, 1, 1)),
-     ((2, 3, 4, 5, 6), (4, 5, 1)), ((1, 2, 1, 3, 200), (1, 3, 1))],
+     ((2, 3, 4, 5, 6), (4, 5, 1)), ((1, 2, 1, 3, 200), (1, 3, 1)),
+     ((2, 3, 2, 3, 150), (2, 3, 7)), ((1, 9, 1, 1, 14), (1, 1, 14)), ((2, 2, 1, 1, 13), (1, 1, 9))],
 )
 @pytest.mark.parametrize("skipna", [False, True])
 def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna, knobs):
-    """Where every window is one run of memory (global pooling, (None, 1), ...) the max
-    forward takes a kernel of its own, in C order; laid out otherwise, the general one. Both
-    give the reference's value and index: ties (the first maximum), NaN (the last one, or
-    never with skipna), a plane of NaN only, -inf, windows over 64 elements."""
+    """Where every window is one run of memory (global pooling, (None, 1), windows along
+    rows: every 1-D problem) the max forward takes a kernel of its own, in C order; laid out
+    otherwise, the general one. Both give the reference's value and index: ties (the first
+    maximum), NaN (the last one, or never with skipna), a plane of NaN only, -inf, windows
+    over 64 elements, windows of one element, overlapping windows (not upsampling rows,
+    which the general kernel takes)."""
     x = small_ints(shape, dtype, seed=18, high=3)
     x[np.random.default_rng(19).random(shape) < 0.1] = np.nan
     x[0, 0] = np.nan
@@ -151,7 +154,7 @@ def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna,
     want_y, want_i = ref.max_pool(x, output_size, 3, skipna=skipna)
     for runs in (True, False):
         if not runs:
-            knobs(_run_windows=lambda *args: False)
+            knobs(_run_windows=lambda *args: False, _row_windows=lambda *args: False)
         for v in (x, channels_last(x)):
             for index_dtype in (np.int32, np.int64):
                 y, idx = ap.adaptive_max_pool3d(

@@ -1373,34 +1373,40 @@ def _run_argmax(x, b, n, skip):
 
 
 @numba.njit(**_BODY)
-def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, dims, skip, nchunk):
+def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_runs`."""
     N, C, D, H, W, OD, OH, OW = dims
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, _ = xg
-    y0, yn, yc, yd, yh, _ = yg
-    j0, jn, jc, jd, jh, _ = ig
+    y0, yn, yc, yd, yh, yw = yg
+    j0, jn, jc, jd, jh, jw = ig
     KD, KH = D // OD, H // OH  # each is the whole axis or one element
-    V = KD * KH * W
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         b = x0 + n * xn + c * xc + od * xd + oh * xh
-        i = _run_argmax(x, b, V, skip)
-        y[np.uint64(y0 + n * yn + c * yc + od * yd + oh * yh)] = x[np.uint64(b + i)]
-        ind[np.uint64(j0 + n * jn + c * jc + od * jd + oh * jh)] = (
-            (od * KD * H + oh * KH) * W + i
-        )
+        yb = y0 + n * yn + c * yc + od * yd + oh * yh
+        jb = j0 + n * jn + c * jc + od * jd + oh * jh
+        p = (od * KD * H + oh * KH) * W  # the flat index of the item's first element
+        for ow in range(OW):
+            w0 = ws[ow]
+            i = w0 + _run_argmax(x, b + w0, KD * KH * (we[ow] - w0), skip)
+            y[np.uint64(yb + ow * yw)] = x[np.uint64(b + i)]
+            ind[np.uint64(jb + ow * jw)] = p + i
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
-def max_pool_runs(at, x, xg, y, yg, ind, ig, dims, skip, nchunk):
-    """The max forward when every window is one contiguous run of memory (the windows of
-    :func:`avg_pool_runs`: global pooling, (None, 1), ...); a work item is one window. The
-    same result as :func:`max_pool`, without its per-row position bookkeeping, which cost
+def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
+    """The max forward when every window is one contiguous run of memory: the windows of
+    :func:`avg_pool_runs` (global pooling, (None, 1), ...) and windows along rows (each
+    window one element deep in d and h: every 1-D problem); a work item is one output row.
+    The same result as :func:`max_pool`, without its per-row position bookkeeping, which cost
     more than the comparisons on small planes (110 ns a 7x7 plane)."""
     for ch in prange(nchunk):
-        call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, dims, skip, nchunk))
+        call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
