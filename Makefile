@@ -5,8 +5,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 # The kernels the demo runs (see `python -m adaptive_pool warmup --list`), compiled into
-# Numba's cache in parallel before it starts, instead of one after the other inside it.
-DEMO_KERNELS := max_pool,avg_pool_backward_lanes,avg_pool_lanewise,avg_pool_backward,max_pool_backward_sparse
+# Numba's cache in parallel before it starts (longest first), instead of one after the other
+# inside it.
+DEMO_KERNELS := avg_pool_backward_lanes,max_pool,max_pool_backward_sparse,avg_pool_lanewise,avg_pool_backward,max_pool_runs
 
 .PHONY: demo test warmup docs bench clean
 
