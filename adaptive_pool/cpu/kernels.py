@@ -1339,9 +1339,10 @@ def _run_argmax(x, b, n, skip):
     calls, rare: scanned backwards).
 
     int32 keys: one pass, a maximum of key and position as one int64 that LLVM vectorises
-    (``k << 32 | ~i``, which unlike :func:`_rank` has room for the NaN key of skipna). int64 keys: the largest key, then the first block of 64 that holds it
-    (both vectorised), then that block element by element (a scalar search of the whole run
-    made 3136-element windows 1.3x slower than :func:`max_pool`)."""
+    (``k << 32 | ~i``: unlike :func:`_rank`, it has room for skipna's NaN key, the smallest
+    int32). int64 keys: the largest key, then the first block of 64 that holds it (both
+    vectorised), then that block element by element (a scalar search of the whole run made
+    3136-element windows 1.3x slower than :func:`max_pool`)."""
     knan = key_nan(x)
     if knan == 0x7FFFFFFF:
         low = np.int64(0xFFFFFFFF)
