@@ -808,14 +808,11 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             for oh in range(oh0, oh1):
                 vdh = vd * (tab[eh + oh] - tab[sh + oh])
                 load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                if fused:
-                    cr = (oh - oh0) * OW
+                if skip is not None:  # each window's count of non-NaN elements
+                    counts = lc if fused else cnt
+                    cr = (oh - oh0) * OW if fused else (((n * C + c) * OD + od) * OH + oh) * OW
                     for ow in range(OW):
-                        g[ow] = g[ow] / acc(go, lc[np.uint64(cr + ow)])
-                elif skip is not None:  # each window's count of non-NaN elements
-                    cr = (((n * C + c) * OD + od) * OH + oh) * OW
-                    for ow in range(OW):
-                        g[ow] = g[ow] / acc(go, cnt[np.uint64(cr + ow)])
+                        g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
                 else:
                     for ow in range(OW):
                         # volume as the integer product, converted once (bit-identical)
