@@ -8,11 +8,17 @@
   ``pytest --hypothesis-profile=thorough``).
 * ``knobs``: sets the CPU backend's tuning knobs for one test (parallel kernels throughout).
 * ``torch``: the torch module, or a clean skip when it is not installed.
+
+The tests run the tuned kernels, compiled in the foreground as a warm cache would have them,
+unless ``ADAPTIVE_POOL_KERNELS`` says otherwise (``baseline`` runs the suite on the baseline
+kernels); ``tests/test_tiers.py`` tests the tiers themselves.
 """
 
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("ADAPTIVE_POOL_KERNELS", "tuned")  # before adaptive_pool is imported
 
 import pytest
 from hypothesis import HealthCheck, settings

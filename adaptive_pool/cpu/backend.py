@@ -12,7 +12,7 @@ import numpy as np
 from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
-from . import calls, kernels
+from . import baseline, calls, kernels, tiers
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -80,7 +80,7 @@ def _threads() -> int:
     return _THREADS()
 
 
-def _bind(call, runs, like) -> Callable[..., object]:
+def _bind(call, runs, like, baseline=None, skipna=False) -> Callable[..., object]:
     """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
     With ``like`` (arrays of the types of every later call's arrays, in the same order: a
@@ -89,25 +89,22 @@ def _bind(call, runs, like) -> Callable[..., object]:
     chunk function's straight, skipping the dispatcher's typing of each argument (0.5-1 us of
     a small call), and a parallel one its kernel's, with the chunk's address looked up once
     (:meth:`CpuBackend._launch`). Those types are read from one call of ``call`` on ``like``
-    with runs that only take note of their arguments (and return -1, "no bad index"), so they
-    come from the code that makes the real calls. Compiled code unboxes an array checking its
-    item size only, so it also takes a float16 or bfloat16 array for its int16 or uint16
-    storage, without a view (:meth:`~adaptive_pool.executors.Executor.prepared`).
+    with runs that only take note of their arguments, so they come from the code that makes
+    the real calls. Compiled code unboxes an array checking its item size only, so it also
+    takes a float16 or bfloat16 array for its int16 or uint16 storage, without a view
+    (:meth:`~adaptive_pool.executors.Executor.prepared`).
+
+    With ``baseline`` (the same launch by :mod:`~adaptive_pool.cpu.baseline`'s kernel), a
+    launch whose kernels are cold runs that while they compile in the background
+    (:mod:`~adaptive_pool.cpu.tiers`).
     """
+    if baseline is not None and tiers.MODE != "tuned":
+        needs = [(r.func,) if r.func in _CHUNK_FUNCTIONS else r.args for r in runs]
+        return tiers.launch(call, runs, like, baseline, skipna, needs, _bind)
     if like is None:
         return partial(call, *runs)
-    seen: list = [None] * len(runs)
-
-    def noting(k: int) -> Callable[..., int]:
-        def note(*args):
-            seen[k] = args
-            return -1
-
-        return note
-
-    call(*(noting(k) for k in range(len(runs))), *like)
     bound = []
-    for run, args in zip(runs, seen):
+    for run, args in zip(runs, tiers.noted(call, runs, like)):
         if args is not None and run.func in _CHUNK_FUNCTIONS:  # partial(chunk, 0)
             run = partial(calls.compiled(run.func, args).entry_point, 0)
         elif args is not None:  # partial(backend._launch, kernel, chunk)
@@ -327,6 +324,9 @@ class CpuBackend:
         )
         kernel = getattr(kernels, "avg_pool_" + order)
         run, serial = self._runner(kernel, work)
+
+        def base(xf, yf):
+            baseline.avg_pool(xf, xg, yf, yg, tab, dims, skip)
         if order == "runs":
             nch = self._chunks(rows, serial)
 
@@ -343,7 +343,7 @@ class CpuBackend:
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, skip, nch)
 
-        return _bind(call, (run,), like)
+        return _bind(call, (run,), like, base, skipna)
 
     @staticmethod
     def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
@@ -402,6 +402,13 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         work = n * c * d * h * w
         reads_x = xg is not None
+
+        def base(gf, if_, xf):
+            if reads_x:
+                baseline.avg_pool_backward(gf, gg, if_, ig, tab, dims, xf, xg, kernels.SKIPNA)
+            else:
+                baseline.avg_pool_backward(gf, gg, if_, ig, tab, dims, gf, gg, kernels.PLAIN)
+
         if _run_windows(tab, dims, *((ig, xg) if reads_x else (ig,))):
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
@@ -412,7 +419,7 @@ class CpuBackend:
                 xf, xg_ = (xf, xg) if reads_x else (gf, gg)
                 run(gf, gg, if_, ig, dims, xf, xg_, skip, nch)
 
-            return _bind(call, (run,), like)
+            return _bind(call, (run,), like, base, reads_x)
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
@@ -436,13 +443,13 @@ class CpuBackend:
             def call(run, gf, if_, xf):
                 gather(run, gf, if_, gf, gg, _NO_COUNTS, kernels.PLAIN)
 
-            return _bind(call, (run,), like)
+            return _bind(call, (run,), like, base, reads_x)
         if counting:
 
             def call(run, gf, if_, xf):
                 gather(run, gf, if_, xf, xg, _NO_COUNTS, kernels.SKIPNA)
 
-            return _bind(call, (run,), like)
+            return _bind(call, (run,), like, base, reads_x)
         count, cserial = self._runner(kernels.count_valid, work)
         # 8 planes side by side where rows fit a 64-bit mask and windows span few rows (a
         # mask per row costs more than adding rows into column counts where they are many:
@@ -458,7 +465,7 @@ class CpuBackend:
             gather(run, gf, if_, xf, xg, cnt, kernels.SKIPNA)
             give(cnt)
 
-        return _bind(call, (count, run), like)
+        return _bind(call, (count, run), like, base, reads_x)
 
     def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
         xf, xg = flat_geometry(x)
@@ -470,6 +477,10 @@ class CpuBackend:
         """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
+
+        def base(xf, yf, jf):
+            baseline.max_pool(xf, xg, yf, yg, jf, jg, tab, dims, skip)
+
         # (not upsampling rows: windows of 1-2 elements, each a call, ran 1.1-2x slower)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         if runs and d * h * w < 1 << 31:  # (int32 positions)
@@ -479,7 +490,7 @@ class CpuBackend:
             def call(run, xf, yf, jf):
                 run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
 
-            return _bind(call, (run,), like)
+            return _bind(call, (run,), like, base, skipna)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
         rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
         # input rows of the largest block; one output row's window may be taken in parts
@@ -493,7 +504,7 @@ class CpuBackend:
         def call(run, xf, yf, jf):
             run(xf, xg, yf, yg, jf, jg, tab, dims, rpi, part, _TRACKED_WINDOW, skip, nch)
 
-        return _bind(call, (run,), like)
+        return _bind(call, (run,), like, base, skipna)
 
     def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
         """Check the indices and run the max backward; return the flat position (C order of
@@ -517,6 +528,10 @@ class CpuBackend:
         (``like``: see :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
+
+        def base(gf, jf, if_):
+            return baseline.max_pool_backward(gf, gg, jf, jg, if_, ig, tab, dims)
+
         sparse_chunks = self._sparse_chunks(planes)
         sparse = (plane <= _SPARSE_PLANE and plane * sparse_chunks <= _SPARSE_SCRATCH
                   and od * oh * ow <= _SPARSE_OUTPUTS)
@@ -546,7 +561,7 @@ class CpuBackend:
                 give(bad)
                 return first
 
-            return _bind(call, (check, write), like)
+            return _bind(call, (check, write), like, base)
         out_rows = planes * od * oh
         check, cserial = self._runner(kernels.first_bad_index, out_rows * ow)
         cch = self._chunks(out_rows, cserial)
@@ -561,7 +576,7 @@ class CpuBackend:
                 run(gf, gg, jf, jg, if_, ig, tab, dims, rpi, nch)
             return first
 
-        return _bind(call, (check, run), like)
+        return _bind(call, (check, run), like, base)
 
     @staticmethod
     def _sparse_chunks(planes: int) -> int:

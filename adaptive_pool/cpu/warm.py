@@ -18,10 +18,10 @@ import numpy as np
 
 from ..dtypes import SUPPORTED, resolve_dtype
 from ..windows import build_tables
-from . import backend, kernels
+from . import backend, kernels, tiers
 from .backend import BACKEND
 
-__all__ = ["KERNELS", "INDEX_DTYPES", "warm", "kernel_names"]
+__all__ = ["KERNELS", "INDEX_DTYPES", "warm", "kernel_names", "group_of"]
 
 #: Index dtypes the max kernels are compiled for (CANN's int32, PyTorch's int64).
 INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -111,6 +111,20 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
 }
 
 
+def group_of(dispatcher) -> str | None:
+    """The group that compiles ``dispatcher`` (a kernel of :mod:`~adaptive_pool.cpu.kernels`
+    or its chunk function), or None."""
+    if not _GROUPS:
+        for name, (targets, _, _) in KERNELS.items():
+            for target in targets:
+                kernel = getattr(kernels, target)
+                _GROUPS[kernel] = _GROUPS[kernels.CHUNKS[kernel]] = name
+    return _GROUPS.get(dispatcher)
+
+
+_GROUPS: dict = {}
+
+
 def kernel_names() -> list[str]:
     """The names :func:`warm` accepts, in the order the warm-up starts them (longest first)."""
     return list(KERNELS)
@@ -152,17 +166,21 @@ def warm(
         raise ValueError(f"index dtypes must be int32 or int64, got {index_dtypes}")
     targets = [t for t in targets if skipna or t not in _SKIPNA_ONLY]
     count = 0
-    for spec in specs:
-        for index in indices if indexed else indices[:1]:
-            # the parallel kernels (which compile their chunk functions as they go), then the
-            # chunk functions small problems call on their own
-            serial_work, backend._SERIAL_WORK = backend._SERIAL_WORK, 0
-            try:
+    mode, tiers.MODE = tiers.MODE, "tuned"  # compile the tuned kernels here and now
+    try:
+        for spec in specs:
+            for index in indices if indexed else indices[:1]:
+                # the parallel kernels (which compile their chunk functions as they go),
+                # then the chunk functions small problems call on their own
+                serial_work, backend._SERIAL_WORK = backend._SERIAL_WORK, 0
+                try:
+                    run(spec.storage, index, skipna)
+                finally:
+                    backend._SERIAL_WORK = serial_work
                 run(spec.storage, index, skipna)
-            finally:
-                backend._SERIAL_WORK = serial_work
-            run(spec.storage, index, skipna)
-            count += _check(name, targets, spec, index, indexed)
+                count += _check(name, targets, spec, index, indexed)
+    finally:
+        tiers.MODE = mode
     return count
 
 
