@@ -32,6 +32,15 @@ class Side:
                 raise RuntimeError("no CUDA GPU is available to adaptive_pool (Numba)")
             self._cuda = cuda
 
+    def settle(self) -> bool:
+        """Wait for the tuned kernels that first calls left compiling in the background
+        (:mod:`adaptive_pool.cpu.tiers`), so that samples time them; True if there were any."""
+        from adaptive_pool.cpu import tiers  # noqa: PLC0415
+
+        busy = tiers.pending() > 0
+        tiers.wait()
+        return busy
+
     def put(self, a: np.ndarray, dtype: str) -> Any:
         """Storage-form NumPy data -> the array a user of this backend passes."""
         host = a.view(bfloat16) if dtype == "bfloat16" else a

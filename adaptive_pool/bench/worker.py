@@ -15,7 +15,8 @@ The first line the worker writes is ``{"ready": ...}``. Requests, by ``"cmd"``:
   this process has imported.
 * ``cuda_available``; ``copy_bandwidth`` (``nbytes``, ``repeat``; ``ours`` only).
 * ``prepare`` (``case``, ``seed``, ``warmup``, ``min_sample_s``): build the case's data from
-  the seed, call once (the answer's ``first_call_s`` and result ``summary``), warm up and
+  the seed, call once (the answer's ``first_call_s`` and result ``summary``), warm up, wait
+  for kernels the side still compiles in the background (its ``settle``, if it has one) and
   calibrate the calls per sample (``loops``) so that a sample lasts ``min_sample_s``.
 * ``time`` (``samples``): one untimed call, then that many samples of the prepared case, each
   the mean time of ``loops`` calls (seconds); the garbage collector is off meanwhile.
@@ -142,6 +143,9 @@ class Server:
         del result, out
         for _ in range(req.get("warmup", 2)):
             fn()
+        settle = getattr(side, "settle", None)
+        if settle is not None and settle():
+            fn()  # (now on the kernels that settled)
         self.fn, self.side = fn, side
         self.loops = calibrate(fn, side.sync, req["min_sample_s"])
         return {"loops": self.loops, "first_call_s": first, "summary": summary}
