@@ -82,17 +82,27 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
-    "shape,output_size", [((2, 3, 5, 7, 9), (3, 4, 5)), ((1, 2, 3, 4, 5), (5, 6, 7))]
+    "shape,output_size",
+    [
+        ((2, 3, 5, 7, 9), (3, 4, 5)),
+        ((1, 2, 3, 4, 5), (5, 6, 7)),
+        ((2, 3, 4, 6, 8), (2, 3, 4)),  # disjoint windows
+        ((1, 9, 1, 1, 1024), (1, 1, 64)),
+    ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU max backward's ways (sparse writes into zeroed planes of its own result or,
     checked whole first, of a dense out=; the checked gather into a strided out= and when plane
     accumulators exceed their budget) give the same bits, with windows that overlap and
-    upsample so elements receive several gradients; the sparse one also with indices whose
-    planes are not one run."""
+    upsample so elements receive several gradients, and disjoint ones (16-bit results
+    written straight); the sparse one also with indices whose planes are not one run.
+    Gradients of -0.0 give +0.0 (sums start at +0.0)."""
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
     _, idx = ap.adaptive_max_pool3d(x, output_size)
     g = rand(idx.shape, dtype, seed=12)
+    g.reshape(-1)[::5] = -0.0
+    g.reshape(-1)[1::7] = np.inf
+    g.reshape(-1)[2::11] = np.nan
     sparse = ap.adaptive_max_pool3d_backward(g, x, idx)
     strided = ap.adaptive_max_pool3d_backward(g, x, channels_last(idx))
     out = np.full(shape, np.nan, dtype)

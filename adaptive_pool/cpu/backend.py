@@ -544,6 +544,7 @@ class CpuBackend:
             follow = follow and _c_order(ig[1:], (n, c, d, h, w))
             group = max(1, _SPARSE_GROUP // (m + plane)) if follow else 1
             lo, nn = kernels.window_bounds(tab, dims, group)
+            disjoint = _disjoint(tab, dims)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
             write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
             cch = 1 if cserial else sparse_chunks
@@ -553,11 +554,13 @@ class CpuBackend:
             def call(check, write, gf, jf, if_):
                 bad = take()
                 if not fresh:
-                    first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, False, cch)
+                    first = check(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, False,
+                                  disjoint, cch)
                     if first >= 0:
                         give(bad)
                         return first
-                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, True, nch)
+                first = write(gf, gg, jf, jg, if_, ig, dims, lo, nn, group, bad, True, disjoint,
+                              nch)
                 give(bad)
                 return first
 
@@ -594,6 +597,17 @@ def _c_order(strides, shape) -> bool:
         if e > 1 and s != want:
             return False
         want *= e
+    return True
+
+
+def _disjoint(tab: np.ndarray, dims) -> bool:
+    """Whether no element lies in two windows of ``tab`` (each axis's windows follow each
+    other without overlap: ``I % O == 0`` and ``O <= I`` for the sizes' own tables)."""
+    offsets = windows.axes_offsets(dims)
+    for k, o in enumerate(dims[5:]):
+        s, e = offsets[4 * k], offsets[4 * k + 1]
+        if (tab[s + 1 : s + o] < tab[e : e + o - 1]).any():
+            return False
     return True
 
 

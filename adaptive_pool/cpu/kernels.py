@@ -1654,7 +1654,8 @@ def window_bounds(tab, dims, group):
 
 
 @numba.njit(**_BODY)
-def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk):
+def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
+                  nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes and
     returns the C-order position of its first bad index, or -1."""
     N, C, D, H, W, OD, OH, OW = dims
@@ -1672,12 +1673,14 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     keys = np.empty(group * m, np.int32)
     run = np.empty(0 if dense else m, ind.dtype)
     gv = scratch(go, group * m)
-    sums = scratch(go, group * plane if decodes(gi) and write else 0)
-    # 16-bit planes with an output per four elements or more: the group's float sums are
-    # zeroed, then encoded whole (two vectorised passes) instead of zeroing ``gi`` and
-    # encoding each output's element (three scalar ones); otherwise only the sums the group's
-    # outputs touch are zeroed
-    whole = decodes(gi) and 4 * m >= plane
+    # 16-bit planes whose windows overlap add into float sums. With an output per four
+    # elements or more, the group's sums are zeroed, then encoded whole (two vectorised
+    # passes) instead of zeroing ``gi`` and encoding each output's element (three scalar
+    # ones); otherwise only the sums the group's outputs touch are zeroed. Disjoint windows
+    # give an element one gradient at most: written straight (its sum from +0.0)
+    summed = decodes(gi) and not disjoint
+    sums = scratch(go, group * plane if summed and write else 0)
+    whole = summed and 4 * m >= plane
     found = np.int64(-1)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
     p = p_lo
@@ -1720,7 +1723,11 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                     load_row(go, gb + (r // OH) * gd + (r % OH) * gh, 1 if g_one else gw,
                              B * g_len, gv[r * g_len :])
                 # keys are offsets in the group: one loop over its outputs, in ascending order
-                if decodes(gi):
+                if decodes(gi) and disjoint:
+                    z = acc(go, 0)
+                    for q in range(B * m):
+                        put(gi, ib + keys[q], z + gv[q])
+                elif decodes(gi):
                     if not whole:
                         for q in range(B * m):
                             sums[np.uint64(keys[q])] = 0
@@ -1744,7 +1751,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
 
 @numba.njit(**_JIT)
 def max_pool_backward_sparse(
-    at, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk
+    at, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint, nchunk
 ):
     """The max backward a plane at a time, for ``gi`` with dense planes (an element's address
     is its plane's plus its flat index): each plane is zeroed, then only its elements that
@@ -1764,14 +1771,17 @@ def max_pool_backward_sparse(
     accumulators; a 16-bit one adds into ``sums``, planes of float accumulators (zeroed where the
     item's outputs land, or, with an output per four elements or more, zeroed whole and
     encoded whole), so each element's sum starts from +0.0 and
-    takes its gradients in ascending output order: bit for bit the gather's result. Zeroing the
+    takes its gradients in ascending output order: bit for bit the gather's result. Where the
+    windows are ``disjoint`` (no element in two of them) an element takes one gradient at most,
+    and a 16-bit result is written straight, ``+0.0 + g`` rounded once. Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**22`` elements (:func:`_check_plane`).
     """
     for ch in prange(nchunk):
         call(_sparse_chunk, at, (
-            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, nchunk
+            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
+            nchunk,
         ))
     return _first_flagged(bad, dims[5] * dims[6] * dims[7])
 
