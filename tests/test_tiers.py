@@ -166,7 +166,7 @@ def test_kernels_in_the_cache_run_tuned_straight_away(op, tiered):
 
 def test_a_failed_background_compile_falls_back_to_the_foreground(tiered, monkeypatch):
     # the tuned kernels look cold, and the background process fails
-    monkeypatch.setattr(tiers, "_ready", lambda *args: False)
+    monkeypatch.setattr(tiers._Tiered, "ready", lambda self, arrays: False)
     monkeypatch.setattr(tiers, "_JOB", "raise SystemExit(3)")
     x = rand((2, 3, 9, 10), np.float32)
     g = rand((2, 3, 4, 3), np.float32)

@@ -99,8 +99,7 @@ def _bind(call, runs, like, baseline=None, skipna=False) -> Callable[..., object
     (:mod:`~adaptive_pool.cpu.tiers`).
     """
     if baseline is not None and tiers.MODE != "tuned":
-        needs = [(r.func,) if r.func in _CHUNK_FUNCTIONS else r.args for r in runs]
-        return tiers.launch(call, runs, like, baseline, skipna, needs, _bind)
+        return tiers.launch(call, runs, like, baseline, skipna, _needs, _bind)
     if like is None:
         return partial(call, *runs)
     bound = []
@@ -116,6 +115,12 @@ def _bind(call, runs, like, baseline=None, skipna=False) -> Callable[..., object
 
 
 _CHUNK_FUNCTIONS = frozenset(kernels.CHUNKS.values())
+
+
+def _needs(run) -> tuple:
+    """The dispatchers a run calls: ``partial(chunk, 0)``, or ``partial(backend._launch,
+    kernel, chunk)``."""
+    return (run.func,) if run.func in _CHUNK_FUNCTIONS else run.args
 
 
 def _scratch(n: int, dtype, keep: bool) -> tuple[Callable[[], np.ndarray], Callable]:
@@ -157,6 +162,7 @@ class CpuBackend:
         # layer numba picked, and for good if it is workqueue.
         self._lock: threading.Lock | None = threading.Lock()
         self._layer_known = False
+        self._runs: dict = {}
 
     # -- arrays ------------------------------------------------------------------------------
     def owns(self, a: object) -> bool:
@@ -263,10 +269,13 @@ class CpuBackend:
         ``partial(chunk, 0)``: waking the pool's sleeping threads costs more than it saves.
         Others are ``partial(self._launch, kernel, chunk)``. :func:`_bind` knows both forms.
         """
-        chunk = kernels.CHUNKS[kernel]
-        if work >= _SERIAL_WORK:
-            return partial(self._launch, kernel, chunk), False
-        return partial(chunk, 0), True
+        serial = work < _SERIAL_WORK
+        run = self._runs.get((kernel, serial))
+        if run is None:  # (kept: tiers tell launches apart by their runs)
+            chunk = kernels.CHUNKS[kernel]
+            run = partial(chunk, 0) if serial else partial(self._launch, kernel, chunk)
+            self._runs[(kernel, serial)] = run
+        return run, serial
 
     def _launch(self, kernel, chunk, *args):
         """``kernel(address of chunk, *args)``, a parallel region."""

@@ -28,7 +28,7 @@ import threading
 import warnings
 from collections import deque
 from functools import partial
-from typing import Callable, Sequence
+from typing import Callable
 
 import numba
 import numpy as np
@@ -70,34 +70,63 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def launch(
-    call: Callable, runs: Sequence, like, baseline: Callable, skipna: bool,
-    needs: Sequence[Sequence], bind: Callable,
+    call: Callable, runs: tuple, like, baseline: Callable, skipna: bool,
+    needs: Callable, bind: Callable,
 ) -> Callable:
     """``bind(call, runs, like)`` where its tuned kernels are ready, else a launch that runs
     ``baseline`` (a function of the same arrays) until they are.
 
-    ``needs[k]`` are the dispatchers ``runs[k]`` calls, each with the arguments ``runs[k]``
-    receives plus a leading int64 (a chunk index or a chunk's address).
+    ``needs(run)`` are the dispatchers a run calls, each with the arguments the run receives
+    plus a leading int64 (a chunk index or a chunk's address). Runs must be the same objects
+    from one launch to the next (the backend keeps them): with the arrays' dtypes and
+    ``skipna`` they say which kernels a launch needs, so a warm launch costs a set lookup.
     """
     if MODE == "baseline":
         return baseline if like is None else partial(_as_storage, baseline, like)
-    key = (tuple(map(tuple, needs)), skipna)
-    if like is not None and _ready(key, call, runs, like, needs):
-        return bind(call, runs, like)
-    return _Tiered(call, runs, like, baseline, key, needs, bind)
+    if like is None:
+        return partial(_plain, call, runs, baseline, skipna, needs, bind)
+    tiered = _Tiered(call, runs, like, baseline, skipna, needs, bind)
+    return bind(call, runs, like) if tiered.ready(like) else tiered
+
+
+def _plain(call, runs, baseline, skipna, needs, bind, *arrays):
+    """A launch of ``arrays`` that is not kept: tuned where this process found its kernels
+    ready before."""
+    if (runs, skipna, *map(_dtype, arrays)) in _READY:
+        return call(*runs, *arrays)
+    return _Tiered(call, runs, None, baseline, skipna, needs, bind)(*arrays)
 
 
 class _Tiered:
     """A launch that runs its baseline kernel until its tuned kernels are compiled, then
     them."""
 
-    __slots__ = ("call", "runs", "like", "baseline", "key", "needs", "bind", "tuned", "jobs")
+    __slots__ = ("call", "runs", "like", "baseline", "skipna", "needs", "bind", "tuned", "jobs")
 
-    def __init__(self, call, runs, like, baseline, key, needs, bind) -> None:
+    def __init__(self, call, runs, like, baseline, skipna, needs, bind) -> None:
         self.call, self.runs, self.like, self.baseline = call, runs, like, baseline
-        self.key, self.needs, self.bind = key, needs, bind
+        self.skipna, self.needs, self.bind = skipna, needs, bind
         self.tuned = None
         self.jobs: tuple = ()
+
+    def ready(self, arrays) -> bool:
+        """Whether every tuned kernel is compiled for ``arrays``' types, loading those that
+        are in the cache on disk. Where that cannot be told, True (compile as usual)."""
+        key = (self.runs, self.skipna, *map(_dtype, arrays))
+        if key in _READY:
+            return True
+        try:
+            for run, args in zip(self.runs, noted(self.call, self.runs, arrays)):
+                if args is None:
+                    continue
+                sig = (numba.types.int64, *map(numba.typeof, args))
+                for d in self.needs(run):
+                    if sig not in d.overloads and not _cached(d, sig):
+                        return False
+        except Exception:  # noqa: BLE001 - Numba internals changed: compile as usual
+            return True
+        _READY.add(key)
+        return True
 
     def __call__(self, *arrays):
         tuned = self.tuned
@@ -105,15 +134,18 @@ class _Tiered:
             # a prepared launch's arrays may be 16-bit dtypes Numba cannot type; its ``like``
             # holds their storage dtypes
             probe = arrays if self.like is None else self.like
-            if (self.key, _dtypes(probe)) not in _READY:
-                if not self.jobs and not _ready(self.key, self.call, self.runs, probe,
-                                                self.needs):
-                    self.jobs = _request(probe, self.needs, self.key[1])
-                if any(j in _PENDING for j in self.jobs):
-                    return self.baseline(*_storage(arrays, probe))
+            if not self.jobs and not self.ready(probe):
+                self.jobs = _request(probe, [d for r in self.runs for d in self.needs(r)],
+                                     self.skipna)
+            if any(j in _PENDING for j in self.jobs):
+                return self.baseline(*_storage(arrays, probe))
             # ready, or the background could not make it so: compile (or load) here
             tuned = self.tuned = self.bind(self.call, self.runs, self.like)
         return tuned(*arrays)
+
+
+def _dtype(a):
+    return None if a is None else a.dtype
 
 
 def _as_storage(baseline, like, *arrays):
@@ -124,10 +156,6 @@ def _storage(arrays, like) -> list:
     """``arrays`` viewed as the dtypes of ``like``'s (their storage dtypes)."""
     return [a if a is None or a.dtype == b.dtype else a.view(b.dtype)
             for a, b in zip(arrays, like)]
-
-
-def _dtypes(arrays) -> tuple:
-    return tuple(None if a is None else a.dtype.num for a in arrays)
 
 
 def noted(call, runs, arrays) -> list:
@@ -145,23 +173,6 @@ def noted(call, runs, arrays) -> list:
     return seen
 
 
-def _ready(key, call, runs, arrays, needs) -> bool:
-    """Whether every dispatcher in ``needs`` is compiled for its run's arguments, loading
-    those that are in the cache on disk. Where that cannot be told, True (compile as usual)."""
-    try:
-        for args, dispatchers in zip(noted(call, runs, arrays), needs):
-            if args is None:
-                continue
-            sig = (numba.types.int64, *map(numba.typeof, args))
-            for d in dispatchers:
-                if sig not in d.overloads and not _cached(d, sig):
-                    return False
-    except Exception:  # noqa: BLE001 - Numba internals changed: compile as usual
-        return True
-    _READY.add((key, _dtypes(arrays)))
-    return True
-
-
 def _cached(dispatcher, sig) -> bool:
     """Whether Numba's cache holds ``sig`` for ``dispatcher``; loads it if so."""
     cache = dispatcher._cache
@@ -174,9 +185,9 @@ def _cached(dispatcher, sig) -> bool:
     return True
 
 
-def _request(arrays, needs, skipna) -> tuple:
-    """Queue the background compiles of the warm-up groups of ``needs`` for the dtypes of
-    ``arrays``; returns the jobs (empty if none could be made)."""
+def _request(arrays, dispatchers, skipna) -> tuple:
+    """Queue the background compiles of the warm-up groups of ``dispatchers`` for the dtypes
+    of ``arrays``; returns the jobs (empty if none could be made)."""
     from .warm import group_of  # noqa: PLC0415 - warm imports the backend
 
     from ..dtypes import SUPPORTED  # noqa: PLC0415
@@ -185,7 +196,7 @@ def _request(arrays, needs, skipna) -> tuple:
     names = [s.name for s in SUPPORTED.values() if s.storage == data]
     index = next((a.dtype for a in arrays if a is not None and a.dtype.kind == "i"
                   and a.dtype.itemsize >= 4), np.dtype(np.int32))
-    groups = {group_of(d) for ds in needs for d in ds}
+    groups = {group_of(d) for d in dispatchers}
     if not names or None in groups:
         return ()
     jobs = tuple(job for job in ((g, names[0], index.name, bool(skipna)) for g in sorted(groups))
