@@ -32,7 +32,6 @@ __all__ = [
     "axes_layout",
     "axes_offsets",
     "index_in_window",
-    "split5",
     "table_size",
     "build_tables",
     "axis_tables",
@@ -154,20 +153,6 @@ def index_in_window(k, plane_h, plane_w, d0, d1, h0, h1, w0, w1):
     h = rem // plane_w
     w = rem - h * plane_w
     return d0 <= d < d1 and h0 <= h < h1 and w0 <= w < w1
-
-
-@numba.njit(inline="always")
-def split5(t, C, A, B, E):
-    """Element ``t`` of an ``(N, C, A, B, E)`` array in C order as ``(n, c, a, b, e)``: the
-    element a CUDA thread (or a baseline kernel's loop) takes."""
-    e = t % E
-    t = t // E
-    b = t % B
-    t = t // B
-    a = t % A
-    p = t // A
-    n = p // C
-    return n, p - n * C, a, b, e
 
 
 def table_size(in_sizes: tuple[int, ...], out_sizes: tuple[int, ...]) -> int:

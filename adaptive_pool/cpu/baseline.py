@@ -2,12 +2,12 @@
 
 One plain loop nest per algorithm, one output (forwards) or input element (backwards) at a
 time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`, a thread per
-element) with loops over the axes in place of the grid. They compute the contract's operations in the contract's
-order, so their results are bit for bit those of the tuned kernels in
-:mod:`adaptive_pool.cpu.kernels`; what they leave out is what makes those slow to compile
-(vector code, loop orders, blocking, threads). A cold compile of one of them takes a fraction
-of a second where a tuned kernel takes 2-10 s, so a process whose cache lacks a tuned kernel
-answers its first calls with these while the tuned one compiles in the background.
+element) with loops over the axes in place of the grid. They compute the contract's
+operations in the contract's order, so their results are bit for bit those of the tuned
+kernels in :mod:`adaptive_pool.cpu.kernels`; what they leave out is what makes those slow to
+compile (vector code, loop orders, blocking, threads). One compiles cold in about a second
+where a tuned kernel takes 2-10 s, so a process whose cache lacks a tuned kernel answers its
+first calls with these while the tuned one compiles in the background; they run 5-50x slower.
 
 Arrays are flat storage with geometry tuples ``(offset, sN, sC, sD, sH, sW)`` in elements and
 ``dims = (N, C, D, H, W, OD, OH, OW)``, as for every kernel; ``skip`` is

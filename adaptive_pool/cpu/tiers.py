@@ -46,8 +46,8 @@ if MODE not in MODES:
 if numba.config.DISABLE_JIT:
     MODE = "tuned"  # nothing compiles: nothing to wait for
 
-#: Launches whose tuned kernels this process has found ready: (their dispatchers and
-#: ``skipna``, the dtypes of the arrays of a call).
+#: Launches whose tuned kernels this process has found ready: (their runs, ``skipna``, the
+#: dtypes of their arrays).
 _READY: set = set()
 
 _LOCK = threading.Lock()
@@ -188,9 +188,8 @@ def _cached(dispatcher, sig) -> bool:
 def _request(arrays, dispatchers, skipna) -> tuple:
     """Queue the background compiles of the warm-up groups of ``dispatchers`` for the dtypes
     of ``arrays``; returns the jobs (empty if none could be made)."""
-    from .warm import group_of  # noqa: PLC0415 - warm imports the backend
-
     from ..dtypes import SUPPORTED  # noqa: PLC0415
+    from .warm import group_of  # noqa: PLC0415 - warm imports the backend
 
     data = arrays[0].dtype
     names = [s.name for s in SUPPORTED.values() if s.storage == data]

@@ -34,7 +34,7 @@ import numpy as np
 from numba import cuda
 
 from ..dtypes import bf16_decode, bf16_encode, f16_decode, f16_encode
-from ..windows import axes_layout, index_in_window, split5
+from ..windows import axes_layout, index_in_window
 
 __all__ = [
     "SIMULATOR",
@@ -51,6 +51,19 @@ SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
 #: The error flag's value when every index lies inside its window (no atomic min happened).
 NO_BAD_INDEX = np.iinfo(np.int64).max
+
+
+@numba.njit(inline="always")
+def _split(t, C, A, B, E):
+    """``t`` as C-order coordinates ``(n, c, a, b, e)`` of an ``(N, C, A, B, E)`` array."""
+    e = t % E
+    t = t // E
+    b = t % B
+    t = t // B
+    a = t % A
+    p = t // A
+    n = p // C
+    return n, p - n * C, a, b, e
 
 
 #: Lanes of the average's summation order (a warp's width).
@@ -85,7 +98,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         y0, yn, yc, yd, yh, yw = yg
         lanes = cuda.local.array(LANES, acc_t)
         for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = split5(t, C, OD, OH, OW)
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             w0, w1 = tab[sw + ow], tab[ew + ow]
@@ -124,7 +137,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
         for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = split5(t, C, OD, OH, OW)
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             xb = x0 + n * xn + c * xc
             count = 0
             for d in range(tab[sd + od], tab[ed + od]):
@@ -149,7 +162,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         i0, in_, ic, id_, ih_, iw_ = gig
         x0, xn, xc, xd, xh, xw = xg
         for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
-            n, c, d, h, w = split5(t, C, D, H, W)
+            n, c, d, h, w = _split(t, C, D, H, W)
             gb = g0 + n * gn + c * gc
             cb = (n * C + c) * OD
             ow0, ow1 = tab[lw + w], tab[hw + w]
@@ -192,7 +205,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         y0, yn, yc, yd, yh, yw = yg
         j0, jn, jc, jd, jh, jw = ig
         for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = split5(t, C, OD, OH, OW)
+            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             w0, w1 = tab[sw + ow], tab[ew + ow]
@@ -232,7 +245,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         j0, jn, jc, jd, jh, jw = ig
         i0, in_, ic, id_, ih_, iw_ = gig
         for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
-            n, c, d, h, w = split5(t, C, D, H, W)
+            n, c, d, h, w = _split(t, C, D, H, W)
             k = (d * H + h) * W + w
             gb = g0 + n * gn + c * gc
             jb = j0 + n * jn + c * jc
@@ -257,7 +270,7 @@ def first_bad_index(ind, ig, tab, dims, flag):
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
     for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-        n, c, od, oh, ow = split5(t, C, OD, OH, OW)
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
         k = np.int64(ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw])
         if not index_in_window(
             k, H, W, tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh], tab[sw + ow],
@@ -272,7 +285,7 @@ def fill_zero(a, ag, shape):
     a0, s0, s1, s2, s3, s4 = ag
     n0, n1, n2, n3, n4 = shape
     for t in range(cuda.grid(1), n0 * n1 * n2 * n3 * n4, cuda.gridsize(1)):
-        i0, i1, i2, i3, i4 = split5(t, n1, n2, n3, n4)
+        i0, i1, i2, i3, i4 = _split(t, n1, n2, n3, n4)
         a[a0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3 + i4 * s4] = 0
 
 
