@@ -336,6 +336,7 @@ class CpuBackend:
 
         def base(xf, yf):
             baseline.avg_pool(xf, xg, yf, yg, tab, dims, skip)
+
         if order == "runs":
             nch = self._chunks(rows, serial)
 

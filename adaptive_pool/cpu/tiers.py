@@ -159,7 +159,8 @@ def _storage(arrays, like) -> list:
 
 
 def noted(call, runs, arrays) -> list:
-    """The arguments each run receives when ``call`` launches ``arrays`` (no kernel runs)."""
+    """The arguments each run receives when ``call`` launches ``arrays``: no kernel runs, each
+    run only takes note and returns -1 ("no bad index", so a check goes on to its gather)."""
     seen: list = [None] * len(runs)
 
     def noting(k):
