@@ -249,6 +249,37 @@ def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
                           ref.avg_pool2d_backward(g, x.shape), dtype)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size",
+    [((1, 9, 559), 11), ((2, 3, 17), 5), ((2, 9, 64), 8), ((1, 10, 1000), 7), ((3, 2, 9), 4)],
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_avg_backward_of_windows_along_rows(shape, output_size, dtype, skipna, knobs):
+    """The average backward a row of windows at a time (1-D problems, windows overlapping by
+    one element or disjoint) gives the bits of the 8-plane and row-block kernels and of a
+    strided result, which takes the gather; -0.0 gradients give +0.0, NaN inputs +0.0."""
+    x = rand(shape, dtype, seed=21)
+    if skipna:
+        x.reshape(-1)[::7] = np.nan
+        x[0, 0, :3] = np.nan  # a window of NaN only
+    g = rand(shape[:2] + (output_size,), dtype, seed=22)
+    g.reshape(-1)[::4] = -0.0
+    got = {}
+    for name, row_window, plane in [("runs", 2, 10**9), ("lanes", 10**9, 10**9),
+                                    ("rows", 10**9, 0)]:
+        knobs(_ROW_WINDOW=row_window, _LANES_PLANE=plane)
+        got[name] = bits(ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna))
+    out = np.empty(shape[:2] + (2 * shape[2],), dtype)[..., ::2]
+    ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna, out=out)
+    got["strided"] = bits(out)
+    for other in ("lanes", "rows", "strided"):
+        np.testing.assert_array_equal(got["runs"], got[other], err_msg=other)
+    if dtype in (F32, F64):
+        want = ref.avg_pool_backward(g, x.shape, 1, x if skipna else None)
+        _assert_close_ref(ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna), want, dtype)
+
+
 def test_small_integer_data_is_exact():
     # Exact sums: float32 results equal the reference rounded once (ties, repeated cells).
     x = small_ints((2, 3, 7, 9), F32, seed=5, high=5)

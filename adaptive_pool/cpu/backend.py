@@ -402,8 +402,9 @@ class CpuBackend:
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
         geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`).
 
-        Windows that are runs of memory (global pooling, whole rows) one window at a time, 8
-        planes side by side for small planes of many channels, else row blocks of one plane.
+        Windows that are runs of memory (global pooling, whole rows) one window at a time, and
+        windows along rows of unit stride (1-D problems) a row at a time; 8 planes side by
+        side for small planes of many channels, else row blocks of one plane.
         NaN-skipping over windows one d deep (every 1-D and 2-D problem), each work item of
         the gather counts its windows itself, just before it reads the same part of ``x``
         again; deeper windows are counted first, in a pass of their own (one int64 per output
@@ -419,7 +420,11 @@ class CpuBackend:
             else:
                 baseline.avg_pool_backward(gf, gg, if_, ig, tab, dims, gf, gg, kernels.PLAIN)
 
-        if _run_windows(tab, dims, *((ig, xg) if reads_x else (ig,))):
+        geometries = (ig, xg) if reads_x else (ig,)
+        if _run_windows(tab, dims, *geometries) or (
+            1 < ow and _ROW_WINDOW * ow <= w and all(g[5] == 1 for g in geometries)
+            and od == d and oh == h and _sized_axes(tab, dims, 2) and _tiled_row(tab, dims)
+        ):
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
             skip = kernels.SKIPNA if reads_x else kernels.PLAIN
@@ -427,7 +432,7 @@ class CpuBackend:
             def call(run, gf, if_, xf):
                 # where x is not read, the gradients stand in for it
                 xf, xg_ = (xf, xg) if reads_x else (gf, gg)
-                run(gf, gg, if_, ig, dims, xf, xg_, skip, nch)
+                run(gf, gg, if_, ig, tab, dims, xf, xg_, skip, nch)
 
             return _bind(call, (run,), like, base, reads_x)
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
@@ -653,6 +658,16 @@ def _row_windows(tab: np.ndarray, dims, xg) -> bool:
     return od == d and oh == h and xg[5] == 1 and _sized_axes(tab, dims, 2)
 
 
+def _tiled_row(tab: np.ndarray, dims) -> bool:
+    """Whether the w windows of ``tab`` cover the row from 0 to W without a gap, their starts
+    and ends in ascending order (the sizes' windows always do; a Dask block's may not)."""
+    sw, ew = windows.axes_offsets(dims)[8:10]
+    w, ow = dims[4], dims[7]
+    s, e = tab[sw : sw + ow], tab[ew : ew + ow]
+    return bool(s[0] == 0 and e[-1] == w and (s[1:] <= e[:-1]).all()
+                and (s[1:] >= s[:-1]).all() and (e[1:] >= e[:-1]).all())
+
+
 def _sized_axes(tab: np.ndarray, dims, axes: int) -> bool:
     """Whether the first ``axes`` of d, h, w whose output extent is 1 or the input's have the
     sizes' windows in ``tab`` (the whole axis; one element each)."""
@@ -710,6 +725,13 @@ _MAX_BLOCK = 1 << 13
 #: Max windows with more positions ``(d, h)`` in their block than this are located by a
 #: second scan: the kernel keeps positions in int32.
 _TRACKED_WINDOW = 1 << 31
+
+#: The average backward of windows along rows of unit stride (1-D problems) at least this
+#: wide on average takes the runs kernel, a row of windows a work item: 0.33-0.52x the time of
+#: the 8-plane kernel on 1x256x559 -> 11, 16x512x999 -> 50 and 32x256x1024 -> 64, 0.84-0.88x
+#: on 2x3x17 -> 5 and 1x1x8 -> 4; 1.1-1.4x slower on windows of one element (512x14 -> 14)
+#: and 2-3x slower on upsampling (8x64x100 -> 300), whose windows are a call each.
+_ROW_WINDOW = 2
 
 #: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
 #: thread cost 70-90 us here (futex wake-ups under virtualisation), as much as 2^16 elements

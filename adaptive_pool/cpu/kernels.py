@@ -866,42 +866,76 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
 
 
 @numba.njit(**_BODY)
-def _avg_backward_runs_chunk(ch, go, gog, gi, gig, dims, x, xg, skip, nchunk):
+def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_runs`."""
     N, C, D, H, W, OD, OH, OW = dims
-    g0, gn, gc, gd, gh, _ = gog
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
     i0, in_, ic, id_, ih_, _ = gig
     x0, xn, xc, xd, xh, _ = xg
-    V = (D // OD) * (H // OH) * W
+    # a work item's run: its window (one per item), or its row of windows along w
+    L = (D // OD) * (H // OH) * W if OW == 1 else W
     z = acc(go, 0)
     nan_share = enc(gi, z)
+    row = scratch(go, L if OW > 1 and decodes(gi) else 0)
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
-        g = get(go, g0 + n * gn + c * gc + od * gd + oh * gh)
+        gb = g0 + n * gn + c * gc + od * gd + oh * gh
         b = i0 + n * in_ + c * ic + od * id_ + oh * ih_
-        if skip is not None:
-            xb = x0 + n * xn + c * xc + od * xd + oh * xh
-            share = enc(gi, z + g / acc(go, run_count(x, xb, V)))
-            run_fill(gi, b, x, xb, V, share, nan_share)
+        xb = x0 + n * xn + c * xc + od * xd + oh * xh
+        if OW == 1:
+            g = get(go, gb)
+            if skip is not None:
+                share = enc(gi, z + g / acc(go, run_count(x, xb, L)))
+                run_fill(gi, b, x, xb, L, share, nan_share)
+            else:
+                share = enc(gi, z + g / acc(go, L))
+                for e in range(L):
+                    gi[np.uint64(b + e)] = share
         else:
-            share = enc(gi, z + g / acc(go, V))
-            for e in range(V):
-                gi[np.uint64(b + e)] = share
+            # windows in ascending ow, each element's first share written and a second one
+            # (where two windows overlap) added: the gather's order; 16-bit rows are summed
+            # in the accumulation type, then encoded in one pass
+            end = 0
+            for ow in range(OW):
+                w0, w1 = tab[sw + ow], tab[ew + ow]
+                n_w = run_count(x, xb + w0, w1 - w0) if skip is not None else w1 - w0
+                share = z + get(go, gb + ow * gw) / acc(go, n_w)
+                if decodes(gi):
+                    for w in range(w0, min(w1, end)):
+                        row[np.uint64(w)] += share
+                    for w in range(max(w0, end), w1):
+                        row[np.uint64(w)] = share
+                else:
+                    for w in range(w0, min(w1, end)):
+                        gi[np.uint64(b + w)] += share
+                    for w in range(max(w0, end), w1):
+                        gi[np.uint64(b + w)] = share
+                end = max(end, w1)
+            if decodes(gi):
+                store_row(gi, b, 1, L, row, 0)
+            if skip is not None:  # NaN inputs get +0.0
+                run_fill(gi, b, x, xb, L, None, nan_share)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward_runs(at, go, gog, gi, gig, dims, x, xg, skip, nchunk):
+def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
     """The average backward when every window is one contiguous run of memory in ``gi`` (and,
-    with :data:`SKIPNA`, in ``x``), as :func:`avg_pool_runs` takes them: global pooling of
-    contiguous planes and windows that are whole rows. A work item is one window: its share
-    ``+0.0 + go[o] / volume(o)`` written over the run (with :data:`SKIPNA`, ``go[o] / count``
-    of its non-NaN elements, counted in a first pass over the run, and +0.0 where ``x`` is
-    NaN), the bits of :func:`avg_pool_backward`, whose only covering cell is that window."""
+    with :data:`SKIPNA`, in ``x``), as :func:`avg_pool_runs` takes them (global pooling of
+    contiguous planes, windows that are whole rows), or lies along a row of unit stride with
+    at most two windows over any element (every 1-D problem but upsampling).
+
+    A work item is one window, or one row of windows. A window's share is
+    ``+0.0 + go[o] / volume(o)`` (with :data:`SKIPNA`, ``go[o] / count`` of its non-NaN
+    elements, counted over its run first, and +0.0 where ``x`` is NaN), written over its run;
+    where two windows of a row overlap, the second share is added to the first: the bits of
+    :func:`avg_pool_backward`'s gather.
+    """
     for ch in prange(nchunk):
         call(_avg_backward_runs_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, dims, x, xg, skip, nchunk
+            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, nchunk
         ))
 
 
