@@ -181,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from dask.distributed import Client, LocalCluster  # noqa: PLC0415
 
+    from ..cpu import tiers  # noqa: PLC0415
+
+    # this process and the workers compile cold kernels in the foreground (first calls are
+    # not timed), so that no timed call runs a baseline kernel (adaptive_pool.cpu.tiers)
+    os.environ["ADAPTIVE_POOL_KERNELS"] = tiers.MODE = "tuned"
     print(f"adaptive_pool Dask benchmark, {_dt.date.today()}, {platform.node()}: "
           f"{os.cpu_count()} cores, {args.workers} worker processes x 1 thread, memory limit "
           f"{args.memory_limit} each")
