@@ -37,9 +37,7 @@ class Side:
         (:mod:`adaptive_pool.cpu.tiers`), so that samples time them; True if there were any."""
         from adaptive_pool.cpu import tiers  # noqa: PLC0415
 
-        busy = tiers.pending() > 0
-        tiers.wait()
-        return busy
+        return tiers.settle()
 
     def put(self, a: np.ndarray, dtype: str) -> Any:
         """Storage-form NumPy data -> the array a user of this backend passes."""

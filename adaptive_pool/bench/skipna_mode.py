@@ -55,8 +55,7 @@ def _time(call: Callable[[], Any], loops: int) -> float:
 
 def _pair(plain: Callable[[], Any], skip: Callable[[], Any], samples: int) -> tuple[float, float]:
     plain(), skip()  # compile (or load from the cache) and plan
-    if tiers.pending():  # tuned kernels still compiling in the background: time those
-        tiers.wait()
+    if tiers.settle():  # tuned kernels were compiling in the background: time those
         plain(), skip()
     loops = max(1, int(0.02 / max(_time(plain, 1), 1e-7)))  # samples of about 20 ms
     a, b = [], []

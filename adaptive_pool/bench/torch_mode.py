@@ -68,8 +68,7 @@ def alternate(fns: Sequence[Callable[[], object]], repeats: int, sync: Callable[
     """Median seconds per call of each function, their samples interleaved."""
     for f in fns:  # warm-up: plans, compiles and allocator caches
         f()
-    if tiers.pending():  # tuned kernels still compiling in the background: time those
-        tiers.wait()
+    if tiers.settle():  # tuned kernels were compiling in the background: time those
         for f in fns:
             f()
     sync()

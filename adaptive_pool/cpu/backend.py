@@ -422,8 +422,8 @@ class CpuBackend:
 
         geometries = (ig, xg) if reads_x else (ig,)
         if _run_windows(tab, dims, *geometries) or (
-            1 < ow and _ROW_WINDOW * ow <= w and all(g[5] == 1 for g in geometries)
-            and od == d and oh == h and _sized_axes(tab, dims, 2) and _tiled_row(tab, dims)
+            1 < ow and _ROW_WINDOW * ow <= w and _row_windows(tab, dims, *geometries)
+            and _tiled_row(tab, dims)
         ):
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
@@ -651,11 +651,13 @@ def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
     return _windows_are_runs(dims, *geometries) and _sized_axes(tab, dims, 3)
 
 
-def _row_windows(tab: np.ndarray, dims, xg) -> bool:
-    """Whether each window lies along one row of unit stride: one element deep in d and h
-    (``od == d``, ``oh == h``, the tables' windows those of the sizes), every 1-D problem."""
+def _row_windows(tab: np.ndarray, dims, *geometries) -> bool:
+    """Whether each window lies along one row of unit stride in arrays of these geometries:
+    one element deep in d and h (``od == d``, ``oh == h``, the tables' windows those of the
+    sizes), every 1-D problem."""
     n, c, d, h, w, od, oh, ow = dims
-    return od == d and oh == h and xg[5] == 1 and _sized_axes(tab, dims, 2)
+    return (od == d and oh == h and all(g[5] == 1 for g in geometries)
+            and _sized_axes(tab, dims, 2))
 
 
 def _tiled_row(tab: np.ndarray, dims) -> bool:

@@ -865,6 +865,24 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
         ))
 
 
+@numba.njit(inline="always")
+def _row_shares(dst, db, go, gb, gw, x, xb, ws, we, skip):
+    """A row's shares into ``dst[db:]`` (in the accumulation type), windows ``[ws, we)`` in
+    ascending order: each element's first share written and a second one (where two windows
+    overlap) added, the gather's order."""
+    z = acc(go, 0)
+    end = 0
+    for ow in range(ws.size):
+        w0, w1 = ws[ow], we[ow]
+        n_w = run_count(x, xb + w0, w1 - w0) if skip is not None else w1 - w0
+        share = z + get(go, gb + ow * gw) / acc(go, n_w)
+        for w in range(w0, min(w1, end)):
+            dst[np.uint64(db + w)] += share
+        for w in range(max(w0, end), w1):
+            dst[np.uint64(db + w)] = share
+        end = max(end, w1)
+
+
 @numba.njit(**_BODY)
 def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_runs`."""
@@ -878,6 +896,8 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchun
     z = acc(go, 0)
     nan_share = enc(gi, z)
     row = scratch(go, L if OW > 1 and decodes(gi) else 0)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
@@ -894,27 +914,12 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchun
                 for e in range(L):
                     gi[np.uint64(b + e)] = share
         else:
-            # windows in ascending ow, each element's first share written and a second one
-            # (where two windows overlap) added: the gather's order; 16-bit rows are summed
-            # in the accumulation type, then encoded in one pass
-            end = 0
-            for ow in range(OW):
-                w0, w1 = tab[sw + ow], tab[ew + ow]
-                n_w = run_count(x, xb + w0, w1 - w0) if skip is not None else w1 - w0
-                share = z + get(go, gb + ow * gw) / acc(go, n_w)
-                if decodes(gi):
-                    for w in range(w0, min(w1, end)):
-                        row[np.uint64(w)] += share
-                    for w in range(max(w0, end), w1):
-                        row[np.uint64(w)] = share
-                else:
-                    for w in range(w0, min(w1, end)):
-                        gi[np.uint64(b + w)] += share
-                    for w in range(max(w0, end), w1):
-                        gi[np.uint64(b + w)] = share
-                end = max(end, w1)
+            # 16-bit rows are summed in the accumulation type, then encoded in one pass
             if decodes(gi):
+                _row_shares(row, 0, go, gb, gw, x, xb, ws, we, skip)
                 store_row(gi, b, 1, L, row, 0)
+            else:
+                _row_shares(gi, b, go, gb, gw, x, xb, ws, we, skip)
             if skip is not None:  # NaN inputs get +0.0
                 run_fill(gi, b, x, xb, L, None, nan_share)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)

@@ -33,7 +33,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-__all__ = ["MODE", "MODES", "launch", "noted", "wait", "pending"]
+__all__ = ["MODE", "MODES", "launch", "noted", "wait", "settle", "pending"]
 
 MODES = ("tiered", "tuned", "baseline")
 
@@ -219,7 +219,7 @@ def _work() -> None:
     """The background thread: run the queued jobs one at a time, each a process."""
     import subprocess  # noqa: PLC0415 - only processes that compile in the background need it
 
-    env = dict(os.environ, ADAPTIVE_POOL_KERNELS="tuned")
+    env = dict(os.environ)  # (warm compiles tuned kernels whatever the mode)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
     while True:
         with _LOCK:
@@ -238,6 +238,14 @@ def _work() -> None:
                 _FINISHED.add(job)
                 _PENDING.discard(job)
                 _IDLE.notify_all()
+
+
+def settle() -> bool:
+    """:func:`wait`, and say whether anything was compiling: launches that ran baseline
+    kernels meanwhile run tuned ones from their next call (a benchmark's warm-up redoes it)."""
+    busy = bool(_PENDING)
+    wait()
+    return busy
 
 
 def pending() -> int:
