@@ -324,7 +324,7 @@ class CpuBackend:
         :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
-        work = n * c * d * h * w
+        work = n * c * (d * h * w + od * oh * ow)
         rows = n * c * od * oh
         # runs summed straight from 16-bit storage need no decoded copy of the window
         in_place = not skipna and vector_runs(storage)
@@ -361,7 +361,17 @@ class CpuBackend:
         "columns" and "runs" take their windows from the sizes, not the tables. ``in_place``:
         the runs order reads 16-bit windows without decoding them into a scratch copy."""
         n, c, d, h, w, od, oh, ow = dims
-        if sized_windows and ow == w and w > 1:  # windows one column wide: (1, None)
+        # rows of the windows of one output row, which a 16-bit input decodes before summing
+        band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
+        lanewise = (
+            c >= kernels.LANES
+            and d * h * w <= _LANEWISE_WINDOW * od * oh * ow
+            and (itemsize != 2 or kernels.LANES * band <= _DECODED_BAND)
+            and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31  # int32 counts
+        )
+        # windows one column wide, (1, None): a row of columns is one vector, too short in
+        # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6)
+        if sized_windows and ow == w and w > 1 and (w >= kernels.LANES or not lanewise):
             return "columns"
         if (
             sized_windows
@@ -369,15 +379,8 @@ class CpuBackend:
             and _windows_are_runs(dims, xg)
         ):
             return "runs"
-        # rows of the windows of one output row, which a 16-bit input decodes before summing
-        band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
-        if (
-            c >= kernels.LANES
-            and d * h * w <= _LANEWISE_WINDOW * od * oh * ow
-            and (itemsize != 2 or kernels.LANES * band <= _DECODED_BAND)
-            and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31
-        ):
-            return "lanewise"  # (its counts are int32)
+        if lanewise:
+            return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
             return "rowwise"  # (a long 16-bit band: row by row, not decoded whole)
         return "direct"
@@ -411,7 +414,7 @@ class CpuBackend:
         cell).
         """
         n, c, d, h, w, od, oh, ow = dims
-        work = n * c * d * h * w
+        work = n * c * (d * h * w + od * oh * ow)
         reads_x = xg is not None
 
         def base(gf, if_, xf):
@@ -447,7 +450,7 @@ class CpuBackend:
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows)
-            run, serial = self._runner(kernels.avg_pool_backward, slabs * rows * w)
+            run, serial = self._runner(kernels.avg_pool_backward, work)
             nch = self._chunks(slabs * -(-rows // rpi), serial)
 
             def gather(run, gf, if_, xf, xg, cnt, skip):
@@ -497,9 +500,10 @@ class CpuBackend:
             baseline.max_pool(xf, xg, yf, yg, jf, jg, tab, dims, skip)
 
         # (not upsampling rows: windows of 1-2 elements, each a call, ran 1.1-2x slower)
+        work = n * c * (d * h * w + od * oh * ow)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         if runs and d * h * w < 1 << 31:  # (int32 positions)
-            run, serial = self._runner(kernels.max_pool_runs, n * c * d * h * w)
+            run, serial = self._runner(kernels.max_pool_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
 
             def call(run, xf, yf, jf):
@@ -513,7 +517,7 @@ class CpuBackend:
         first = np.arange(0, oh, rpi)
         rows = int((tab[eh + np.minimum(oh, first + rpi) - 1] - tab[sh + first]).max())
         part = rows if rpi > 1 else max(1, min(rows, _MAX_BLOCK // w))
-        run, serial = self._runner(kernels.max_pool, n * c * d * h * w)
+        run, serial = self._runner(kernels.max_pool, work)
         nch = self._chunks(n * c * od * -(-oh // rpi), serial)
 
         def call(run, xf, yf, jf):
@@ -585,7 +589,7 @@ class CpuBackend:
         cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.max_pool_backward, planes * plane)
+        run, serial = self._runner(kernels.max_pool_backward, planes * (plane + od * oh * ow))
         nch = self._chunks(slabs * -(-rows // rpi), serial)
 
         def call(check, run, gf, jf, if_):
@@ -735,10 +739,13 @@ _TRACKED_WINDOW = 1 << 31
 #: and 2-3x slower on upsampling (8x64x100 -> 300), whose windows are a call each.
 _ROW_WINDOW = 2
 
-#: Kernels touching fewer elements run on the calling thread alone: waking a sleeping pool
-#: thread cost 70-90 us here (futex wake-ups under virtualisation), as much as 2^16 elements
-#: of work. PyTorch's ``at::parallel_for`` has the same rule with a grain of 2^15.
-_SERIAL_WORK = 1 << 16
+#: Kernels touching fewer elements (inputs and outputs) run on the calling thread alone:
+#: waking the pool's threads costs more than half the work saves below about 2^14.5 elements
+#: (repeated calls on 28x28 planes, threads still spinning: serial 0.56-0.98x the parallel
+#: time at 3-6k elements, about even at 19k, 1.3-1.45x slower at 50k), and a sleeping
+#: thread's wake-up cost 70-90 us here (futex wake-ups under virtualisation). PyTorch's
+#: ``at::parallel_for`` has the same rule with a grain of 2^15.
+_SERIAL_WORK = 1 << 15
 
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
 #: float32. Larger planes take the checked gather, which needs no per-plane scratch.
