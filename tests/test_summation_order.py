@@ -34,6 +34,8 @@ CASES = [
     ((1, 3, 6, 7), (4, 5)),  # small overlapping windows (2-6 elements)
     ((1, 2, 3, 4), (5, 7)),  # upsampling: windows of 1-2 elements
     ((1, 2, 17, 4), (3, None)),  # columns of 6-7 (OW == W, OH > 1)
+    ((2, 3, 1, 70), (1, 9)),  # windows of 8-9 along rows (a 1-D problem)
+    ((1, 2, 3, 40), (None, 3)),  # overlapping windows of 14 along rows (OH == H)
 ]
 
 
@@ -47,12 +49,13 @@ def _views(x):
 
 def _valid(order, shape, osz, view):
     """Whether ``order`` can take the case: columns need windows one column wide, runs
-    windows that are one contiguous run (global pooling or whole rows of a C-order view)."""
+    windows that are one contiguous run (global pooling or whole rows of a C-order view) or
+    lie along rows of unit stride (OH == H)."""
     out = tuple(i if o is None else o for o, i in zip(osz, shape[-2:]))
     if order == "columns":
         return out[-1] == shape[-1] > 1
     if order == "runs":
-        return view == "c" and out[-1] == 1 and (out[0] in (1, shape[-2]))
+        return view == "c" and (out[0] == shape[-2] or out == (1, 1))
     return True
 
 

@@ -341,7 +341,7 @@ class CpuBackend:
             nch = self._chunks(rows, serial)
 
             def call(run, xf, yf):
-                run(xf, xg, yf, yg, dims, skip, nch)
+                run(xf, xg, yf, yg, tab, dims, skip, nch)
         elif order == "lanewise":
             nch = self._chunks(n * -(-c // kernels.LANES) * od * oh, serial)
 
@@ -373,10 +373,11 @@ class CpuBackend:
         # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6)
         if sized_windows and ow == w and w > 1 and (w >= kernels.LANES or not lanewise):
             return "columns"
+        rows = od == d and oh == h and xg[5] == 1 and _ROW_RUN * ow <= w  # (1-D problems)
         if (
             sized_windows
-            and (itemsize != 2 or in_place or d * h * w <= _DECODED_BAND)
-            and _windows_are_runs(dims, xg)
+            and (itemsize != 2 or in_place or (w if rows else d * h * w) <= _DECODED_BAND)
+            and (_windows_are_runs(dims, xg) or rows)
         ):
             return "runs"
         if lanewise:
@@ -705,6 +706,13 @@ _NO_COUNTS = np.empty(0, np.int64)
 #: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input
 #: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
+
+#: Average windows along rows of unit stride (1-D problems) at least this wide on average are
+#: summed one vector pass each (the runs order, a row of windows a work item), instead of 8
+#: planes side by side: 0.32-0.35x the time on 1x256x559 -> 11 and 16x512x999 -> 50 bfloat16,
+#: 0.65-0.84x on 2x3x17 -> 5 and 8x64x100 -> 25, the same on large float32 and float64
+#: problems (memory-bound), but 1.25-1.46x slower on windows of 2.4 (64x512x120 -> 50).
+_ROW_RUN = 3
 
 #: Average windows of at most this many elements (on average) sum 8 planes side by side,
 #: planes of 8 or more channels: with the planes added as one vector operation (``add_planes``)

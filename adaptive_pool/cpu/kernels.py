@@ -585,40 +585,48 @@ def _run_buf_impl(x, n):
 
 
 @numba.njit(**_BODY)
-def _avg_runs_chunk(ch, x, xg, y, yg, dims, skip, nchunk):
+def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_runs`."""
     N, C, D, H, W, OD, OH, OW = dims
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, _ = xg
-    y0, yn, yc, yd, yh, _ = yg
-    V = (D // OD) * (H // OH) * W
+    y0, yn, yc, yd, yh, yw = yg
+    # an item's input: its window (OW == 1), or its row of W, the OW windows of the tables
+    V = (D // OD) * (H // OH) * W if OW == 1 else W
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     buf = _run_buf(x, V)
     # contiguous input and result (the usual case): item r's run starts at x0 + r * V and its
-    # mean goes to y0 + r, without the per-item index arithmetic (half the time of a 7x7
+    # means go to y0 + r * OW, without the per-item index arithmetic (half the time of a 7x7
     # window). One call site of _run_sum: each is another inlined copy to compile.
-    R, Q = OD * OH, OD * OH * V
-    flat = ((OH == 1 or (xh == V and yh == 1)) and (OD == 1 or (xd == OH * V and yd == OH))
-            and (C == 1 or (xc == Q and yc == R)) and (N == 1 or (xn == C * Q and yn == C * R)))
+    R, Q, P = OD * OH, OD * OH * V, OD * OH * OW
+    flat = ((OW == 1 or yw == 1) and (OH == 1 or (xh == V and yh == OW))
+            and (OD == 1 or (xd == OH * V and yd == OH * OW))
+            and (C == 1 or (xc == Q and yc == P)) and (N == 1 or (xn == C * Q and yn == C * P)))
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for r in range(r_lo, r_hi):
         if flat:
-            b, yo = x0 + r * V, y0 + r
+            b, yo = x0 + r * V, y0 + r * OW
         else:
             b = x0 + n * xn + c * xc + od * xd + oh * xh
             yo = y0 + n * yn + c * yc + od * yd + oh * yh
             oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
-        t, k = _run_sum(x, b, V, buf, skip)
-        put(y, yo, _mean(x, t, k))
+        for ow in range(OW):
+            s0, m = (0, V) if OW == 1 else (ws[ow], we[ow] - ws[ow])
+            t, k = _run_sum(x, b + s0, m, buf, skip)
+            put(y, yo + ow * yw, _mean(x, t, k))
 
 
 @numba.njit(**_JIT)
-def avg_pool_runs(at, x, xg, y, yg, dims, skip, nchunk):
+def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward when every window is one contiguous run of memory: global pooling
-    of contiguous planes (``OD == OH == OW == 1``) and windows that are whole rows (``OD == D``,
-    ``OH == H``, ``OW == 1``: (None, 1)), ``xw == 1``. A work item is one window: a lane-order
+    of contiguous planes (``OD == OH == OW == 1``), windows that are whole rows (``OD == D``,
+    ``OH == H``, ``OW == 1``: (None, 1)), and windows along rows (``OD == D``, ``OH == H``: every
+    1-D problem), ``xw == 1``. A work item is one window, or one row of windows: a lane-order
     sum at memory speed with no per-row bookkeeping (:func:`_run_sum`)."""
     for ch in prange(nchunk):
-        call(_avg_runs_chunk, at, (np.int64(ch), x, xg, y, yg, dims, skip, nchunk))
+        call(_avg_runs_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
 #: Rows the count kernel adds into its int32 column counts before it moves them into the
