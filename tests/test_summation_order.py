@@ -34,6 +34,8 @@ CASES = [
     ((1, 3, 6, 7), (4, 5)),  # small overlapping windows (2-6 elements)
     ((1, 2, 3, 4), (5, 7)),  # upsampling: windows of 1-2 elements
     ((1, 2, 17, 4), (3, None)),  # columns of 6-7 (OW == W, OH > 1)
+    ((1, 9, 9, 70), (3, 2)),  # 8 float64 planes too large to copy whole: read in place
+    ((1, 8, 91, 91), (2, 3)),  # 8 planes too large for any dtype to copy whole: bands
     ((2, 3, 1, 70), (1, 9)),  # windows of 8-9 along rows (a 1-D problem)
     ((1, 2, 3, 40), (None, 3)),  # overlapping windows of 14 along rows (OH == H)
 ]
