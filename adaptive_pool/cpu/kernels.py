@@ -503,14 +503,15 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         # planes that fit band_limit are copied whole, once for all their output rows; other
         # bands are copied each time (float64 ones are read in place: _copies_bands)
         whole = nl * D * H * W <= band_limit
+        copy = whole or _copies_bands(x)
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
         need = nl * (bd1 - bd0) * (bh1 - bh0) * W
-        if band.size < need:
+        if copy and band.size < need:
             band = scratch(x, need)
         blk = n * CB + cb
         ndec = 0 if whole and blk == last else nl
         last = blk if whole else -1
-        if whole or _copies_bands(x):
+        if copy:
             bx, bb, bc, bd, bh, bw, e0, _, f0, _ = _decode_band(
                 x, xb, xc, ndec, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
             )
