@@ -349,7 +349,8 @@ class Executor:
         # x is read where NaN are skipped only
         x_flat = flat if self.skipna else _nothing
         launch = be.prepare_avg_pool_backward(
-            yg, xg, tab, dims, xg if self.skipna else None, like=(data, data, x_flat(data))
+            yg, xg, tab, dims, xg if self.skipna else None, like=(data, data, x_flat(data)),
+            itemsize=st.itemsize,
         )
 
         def avg_pool_backward(grad_output, x):

@@ -394,18 +394,22 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         xf, xg = flat_geometry(x) if skipna else (None, None)
-        self.prepare_avg_pool_backward(gg, ig, tab, dims, xg)(gf, if_, xf)
+        self.prepare_avg_pool_backward(gg, ig, tab, dims, xg, itemsize=go.dtype.itemsize)(
+            gf, if_, xf
+        )
 
     @staticmethod
-    def _lanes(dims) -> bool:
+    def _lanes(dims, itemsize: int) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
-        channels."""
+        channels (the plane's sums, in float64 for float64 and float32 otherwise, at most
+        :data:`_LANES_PLANE` bytes)."""
         _, c, _, h, w, _, _, _ = dims
-        return c >= kernels.LANES and h * w <= _LANES_PLANE
+        return c >= kernels.LANES and h * w * max(itemsize, 4) <= _LANES_PLANE
 
-    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None):
+    def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
-        geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`).
+        geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`;
+        ``itemsize``: the arrays' element size).
 
         Windows that are runs of memory (global pooling, whole rows) one window at a time, and
         windows along rows of unit stride (1-D problems) a row at a time; 8 planes side by
@@ -443,7 +447,7 @@ class CpuBackend:
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        if self._lanes(dims):
+        if self._lanes(dims, itemsize):
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
 
@@ -733,10 +737,13 @@ _DECODED_BAND = 1 << 16
 #: 4x16x28x28 -> 7x7 (50 KiB) 1.4x as long.
 _WHOLE_FLOAT64 = 2048
 
-#: Average backward planes (per d) of at most this many elements take the lane kernel:
-#: 1.4-2x on 7x7 and 14x14 planes, 1.1-1.7x on 28x28 and 32x32, but from 1.3x faster to 2.3x
-#: slower on 56x56, 64x64 and 112x112.
-_LANES_PLANE = 1024
+#: Average backward planes (per d) whose sums take at most this many bytes take the lane
+#: kernel (8 planes of them: 28 KiB, within the L1 cache): float32 and 16-bit planes of up to
+#: 896 elements, float64 ones of up to 448. On Zen 3, 1.4-2x on 7x7 and 14x14 planes,
+#: 1.1-1.7x on 28x28 and 32x32, from 1.3x faster to 2.3x slower on 56x56 and larger. On Zen 5
+#: (row blocks over lanes): float32 and bfloat16 7x7 to 28x28 planes 1.27-2.3, 32x32 0.82-1.0;
+#: float64 7x7 1.47, 14x14 0.84-1.31, 28x28 and 32x32 0.62-0.97.
+_LANES_PLANE = 3584
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).
