@@ -324,7 +324,7 @@ class CpuBackend:
         :func:`_bind`)."""
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
-        work = n * c * (d * h * w + od * oh * ow)
+        work = _touched(dims)
         rows = n * c * od * oh
         # runs summed straight from 16-bit storage need no decoded copy of the window
         in_place = not skipna and vector_runs(storage)
@@ -374,7 +374,7 @@ class CpuBackend:
         # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6)
         if sized_windows and ow == w and w > 1 and (w >= kernels.LANES or not lanewise):
             return "columns"
-        rows = od == d and oh == h and xg[5] == 1 and _ROW_RUN * ow <= w  # (1-D problems)
+        rows = _ROW_RUN * ow <= w and _windows_along_rows(dims, xg)  # (1-D problems)
         if (
             sized_windows
             and (itemsize != 2 or in_place or (w if rows else d * h * w) <= _DECODED_BAND)
@@ -420,7 +420,7 @@ class CpuBackend:
         cell).
         """
         n, c, d, h, w, od, oh, ow = dims
-        work = n * c * (d * h * w + od * oh * ow)
+        work = _touched(dims)
         reads_x = xg is not None
 
         def base(gf, if_, xf):
@@ -506,7 +506,7 @@ class CpuBackend:
             baseline.max_pool(xf, xg, yf, yg, jf, jg, tab, dims, skip)
 
         # (not upsampling rows: windows of 1-2 elements, each a call, ran 1.1-2x slower)
-        work = n * c * (d * h * w + od * oh * ow)
+        work = _touched(dims)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         if runs and d * h * w < 1 << 31:  # (int32 positions)
             run, serial = self._runner(kernels.max_pool_runs, work)
@@ -571,7 +571,7 @@ class CpuBackend:
             lo, nn = kernels.window_bounds(tab, dims, group)
             disjoint = _disjoint(tab, dims)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
-            write, serial = self._runner(kernels.max_pool_backward_sparse, planes * (m + plane))
+            write, serial = self._runner(kernels.max_pool_backward_sparse, _touched(dims))
             cch = 1 if cserial else sparse_chunks
             nch = 1 if serial else sparse_chunks
             take, give = _scratch(planes, np.int64, like is not None and serial)
@@ -595,7 +595,7 @@ class CpuBackend:
         cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
         rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.max_pool_backward, planes * (plane + od * oh * ow))
+        run, serial = self._runner(kernels.max_pool_backward, _touched(dims))
         nch = self._chunks(slabs * -(-rows // rpi), serial)
 
         def call(check, run, gf, jf, if_):
@@ -661,13 +661,24 @@ def _run_windows(tab: np.ndarray, dims, *geometries) -> bool:
     return _windows_are_runs(dims, *geometries) and _sized_axes(tab, dims, 3)
 
 
-def _row_windows(tab: np.ndarray, dims, *geometries) -> bool:
-    """Whether each window lies along one row of unit stride in arrays of these geometries:
-    one element deep in d and h (``od == d``, ``oh == h``, the tables' windows those of the
-    sizes), every 1-D problem."""
+def _windows_along_rows(dims, *geometries) -> bool:
+    """Whether each window of the sizes lies along one row of unit stride in arrays of these
+    geometries: one element deep in d and h (``od == d``, ``oh == h``), every 1-D problem."""
     n, c, d, h, w, od, oh, ow = dims
-    return (od == d and oh == h and all(g[5] == 1 for g in geometries)
-            and _sized_axes(tab, dims, 2))
+    return od == d and oh == h and all(g[5] == 1 for g in geometries)
+
+
+def _row_windows(tab: np.ndarray, dims, *geometries) -> bool:
+    """:func:`_windows_along_rows`, where ``tab`` holds the sizes' windows of d and h (a Dask
+    block's may not)."""
+    return _windows_along_rows(dims, *geometries) and _sized_axes(tab, dims, 2)
+
+
+def _touched(dims) -> int:
+    """The elements a pooling call touches, inputs and outputs (what decides whether it runs
+    on the calling thread: :data:`_SERIAL_WORK`)."""
+    n, c, d, h, w, od, oh, ow = dims
+    return n * c * (d * h * w + od * oh * ow)
 
 
 def _tiled_row(tab: np.ndarray, dims) -> bool:

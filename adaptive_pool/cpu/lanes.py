@@ -243,12 +243,10 @@ def run_sum(typingctx, src, b, n, skip):
                 builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
             builder.store(builder.fadd(builder.load(acc), d), acc)
 
-        width = 64 // run.size
-        if width >= _LANES:
-            _blocks(builder, args[2], block)
-        else:
-            _blocks(builder, args[2], block, tail=lambda off, r: _tail(
-                builder, run, acc, cnt if skip_on else None, off, r, width))
+        width = 64 // run.size  # (16-bit runs: one register of 32 lanes, one masked load)
+        tail = None if width >= _LANES else lambda off, r: _tail(
+            builder, run, acc, cnt if skip_on else None, off, r, width)
+        _blocks(builder, args[2], block, tail)
 
         # the halving steps: lane i += lane i + h for h = 16, 8, 4, 2, 1
         s, h = builder.load(acc), _LANES // 2
