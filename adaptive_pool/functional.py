@@ -280,10 +280,15 @@ def _document(f: Callable, name: str, template: str) -> Callable:
 _PLAIN_FLAGS = 0x0001 | 0x0100 | 0x0400
 
 
+_ND = np.ndarray
+
+
 def _plain(a: Any) -> bool:
     """Whether ``a`` is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
-    prepared calls (:func:`~adaptive_pool.executors.prepared_call`) take."""
-    return type(a) is np.ndarray and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
+    prepared calls (:func:`~adaptive_pool.executors.prepared_call`) read. The backwards test
+    their arrays inline, and of ``x`` only its type where they do not read it: 0.2-0.3 us of a
+    2 us call."""
+    return type(a) is _ND and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
 
 
 def _avg(name: str) -> Callable:
@@ -364,8 +369,10 @@ def _avg_backward(name: str) -> Callable:
         grad_output: Any, x: Any, *, skipna: bool = False, out: Any = None, stream: Any = None
     ) -> Any:
         fast = (
-            out is None and stream is None and type(skipna) is bool
-            and _plain(grad_output) and _plain(x)
+            out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
+            and (skipna is False or skipna is True)
+            and (grad_output.flags.num & (x.flags.num if skipna else -1)) & _PLAIN_FLAGS
+            == _PLAIN_FLAGS
         )
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
@@ -398,8 +405,9 @@ def _max_backward(name: str) -> Callable:
         stream: Any = None,
     ) -> Any:
         fast = (
-            out is None and stream is None and type(skipna) is bool
-            and _plain(grad_output) and _plain(x) and _plain(indices)
+            out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
+            and type(indices) is _ND and (skipna is False or skipna is True)
+            and grad_output.flags.num & indices.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
         )
         if fast:
             key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,

@@ -9,7 +9,8 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 * ``load_row`` / ``store_row``: whole rows, vectorised at unit stride;
 * ``acc(a, v)``: a number in ``a``'s accumulation type; ``scratch(a, n)``: ``n`` of them;
 * ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
-* ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling).
+* ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling);
+* ``prefetch_to(a, pf, top)``: ask for the cache lines of ``a[pf:top]`` before they are read.
 
 Flat indices are never negative (a flat view starts at the lowest address it spans), so they
 are cast to unsigned: numba then skips its negative-index wraparound, which otherwise blocks
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..dtypes import _bitcast, bf16_decode, bf16_encode, f16_decode, f16_encode
@@ -240,3 +242,46 @@ def store_row(a, base, stride, n, buf, off):
     else:
         for j in range(n):
             a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)])
+
+
+#: How far ahead of its reads a kernel streaming through contiguous memory asks for its lines,
+#: in bytes (see :func:`prefetch_to`).
+PREFETCH_AHEAD = 2048
+
+
+@intrinsic
+def _prefetch(typingctx, a, i):
+    """``llvm.prefetch`` of element ``i`` of the 1-D array ``a`` (a read, kept in every cache
+    level). A hint: it never faults, whatever the address."""
+    if not (isinstance(a, types.Array) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        ptr = builder.bitcast(builder.gep(data, [args[1]]), i8p)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.none(a, i), codegen
+
+
+@numba.njit(inline="always")
+def prefetch_to(a, pf, top):
+    """Prefetch ``a`` a 64-byte line at a time from element ``pf`` up to ``top``; returns where
+    the next call goes on. A kernel reading contiguous memory in short windows keeps ``pf``
+    :data:`PREFETCH_AHEAD` bytes ahead of its reads, one prefetch per new line. Why: on the
+    Zen 5 VM the hardware prefetcher left windows of 16-20 float32 or float64 elements read
+    from DRAM at 8-12 GB/s a thread (each window's vector sum is 30-40 instructions, so the
+    reorder buffer holds few outstanding lines); a stream kept 2 KiB ahead read them at 30-35
+    GB/s, and runs of 49 or more elements at the same 35-40 GB/s as before. Prefetching each
+    window's own lines, or one line a window, was as fast for one dtype and no faster than
+    nothing for the other."""
+    step = 64 // a.itemsize
+    while pf < top:
+        _prefetch(a, pf)
+        pf += step
+    return pf
