@@ -364,11 +364,12 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
+        longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
         lanewise = (
-            (c >= kernels.LANES or (c >= 3 and d * h * w <= _FEW_PLANES_WINDOW * od * oh * ow))
+            (c >= kernels.LANES or (c >= 3 and longest <= _FEW_PLANES_WINDOW))
             and d * h * w <= _LANEWISE_WINDOW * od * oh * ow
             and (itemsize != 2 or kernels.LANES * band <= _DECODED_BAND)
-            and _longest(d, od) * _longest(h, oh) * _longest(w, ow) < 1 << 31  # int32 counts
+            and longest < 1 << 31  # int32 counts
         )
         # windows one column wide, (1, None): a row of columns is one vector, too short in
         # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6)
@@ -739,12 +740,12 @@ _ROW_RUN = 3
 #: slower in 16 bits.
 _LANEWISE_WINDOW = 512
 
-#: Mean window size up to which the average forward takes the 8-plane order with 3 to 7
-#: planes (the other lanes compute copies): a window of the direct order is summed on its own,
-#: about 30 ns for 16 elements (Zen 5), so 3-7 planes of such windows ran 1.1-2.6x faster 8
-#: planes wide in float32 and 16 bits (9x10 -> 4x3 to 28x28 -> 7x7), float64 0.85-2.4x;
-#: windows of 48 or 64 elements 1.3-1.8x slower, and 2 planes gained nothing in 32 or 64 bits.
-_FEW_PLANES_WINDOW = 32
+#: Window size (:func:`_longest`'s bound) up to which the average forward takes the 8-plane
+#: order with 3 to 7 planes (the other lanes compute copies): a window of the direct order is
+#: summed on its own, about 30 ns for 16 elements (Zen 5), so 3-7 planes of such windows ran
+#: 1.1-2.6x faster 8 planes wide (9x10 -> 4x3 to 28x28 -> 5x5, bounds 20 to 49), windows of
+#: 56 or 64 elements 1.3-1.8x slower; 2 planes gained nothing in 32 or 64 bits.
+_FEW_PLANES_WINDOW = 49
 
 #: Elements of a window's band up to which the average forward's direct order decodes
 #: 16-bit input before summing it (1.1-1.2x on 56x56 -> 7x7); the lane order always does.
