@@ -1434,7 +1434,8 @@ def _run_argmax(x, b, n, skip):
 
     int32 keys: one pass, a maximum of key and position as one int64 that LLVM vectorises
     (``k << 32 | ~i``: unlike :func:`_rank`, it has room for skipna's NaN key, the smallest
-    int32). int64 keys: the largest key, then the first block of 64 that holds it (both
+    int32). Where a NaN wins, a second pass finds the last one (a scalar scan backwards took
+    2.6x the time of a skipna call on 16-element windows a tenth NaN). int64 keys: the largest key, then the first block of 64 that holds it (both
     vectorised), then that block element by element (a scalar search of the whole run made
     3136-element windows 1.3x slower than :func:`max_pool`). Runs of up to
     :data:`SHORT_RUN` elements are one scalar scan: the passes cost more to set up than they
@@ -1471,10 +1472,10 @@ def _run_argmax(x, b, n, skip):
             i = e
         while _mkey(x, x[np.uint64(b + i)], skip) != m:
             i += 1
-    if m == knan and skip is None:  # a NaN wins: the last one
-        i = n - 1
-        while _mkey(x, x[np.uint64(b + i)], skip) != m:
-            i -= 1
+    if m == knan and skip is None:  # a NaN wins: the last one, in a pass that vectorises
+        i = -1
+        for j in range(n):
+            i = max(i, j if _mkey(x, x[np.uint64(b + j)], skip) == m else -1)
     return i
 
 
