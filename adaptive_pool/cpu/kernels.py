@@ -839,10 +839,20 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     we = tab[ew : ew + OW]
     col = np.zeros(W if fused else 0, np.int32)
     lc = np.empty(0, np.int64)
+    # with skipna, x is read: in C order the items read it as one stream (rows, planes),
+    # prefetched ahead as in _avg_runs_chunk (float32 32x256x56x56 -> 7x7 16.0-16.9 ->
+    # 12.7-13.2 ms, bfloat16 11.9 -> 9.4-9.8)
+    P = D * H * W
+    stream = (skip is not None and (W == 1 or xw == 1) and (H == 1 or xh == W)
+              and (D == 1 or xd == H * W) and (C == 1 or xc == P) and (N == 1 or xn == C * P))
+    ahead = PREFETCH_AHEAD // x.itemsize
+    pf = x0 + (it_lo // nblk) * H * W + (it_lo % nblk) * rows_per_item * W
+    end = x0 + N * C * P if stream else 0
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for _ in range(it_lo, it_hi):
         h_first = blk * rows_per_item
         h_last = min(H, h_first + rows_per_item)
+        pf = prefetch_to(x, pf, min(x0 + ((n * C + c) * D + d) * H * W + h_last * W + ahead, end))
         od0, od1 = tab[ld + d], tab[hd + d]
         oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
         nh = oh1 - oh0
