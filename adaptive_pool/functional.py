@@ -286,8 +286,8 @@ _ND = np.ndarray
 def _plain(a: Any) -> bool:
     """Whether ``a`` is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
     prepared calls (:func:`~adaptive_pool.executors.prepared_call`) read. The backwards test
-    their arrays inline, and of ``x`` only its type where they do not read it: 0.2-0.3 us of a
-    2 us call."""
+    their arrays inline, and of ``x`` only its type where they do not read it (0.07 us of a
+    2 us call)."""
     return type(a) is _ND and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
 
 
