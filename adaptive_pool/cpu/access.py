@@ -10,7 +10,7 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 * ``acc(a, v)``: a number in ``a``'s accumulation type; ``scratch(a, n)``: ``n`` of them;
 * ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
 * ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling);
-* ``prefetch_to(a, pf, top)``: ask for the cache lines of ``a[pf:top]`` before they are read.
+* ``prefetch_to(a, pf, upto, end)``: ask for cache lines ahead of a stream's reads.
 
 Flat indices are never negative (a flat view starts at the lowest address it spans), so they
 are cast to unsigned: numba then skips its negative-index wraparound, which otherwise blocks
@@ -270,10 +270,10 @@ def _prefetch(typingctx, a, i):
 
 
 @numba.njit(inline="always")
-def prefetch_to(a, pf, top):
-    """Prefetch ``a`` a 64-byte line at a time from element ``pf`` up to ``top``; returns where
-    the next call goes on. A kernel reading contiguous memory in short windows keeps ``pf``
-    :data:`PREFETCH_AHEAD` bytes ahead of its reads, one prefetch per new line. Why: on the
+def prefetch_to(a, pf, upto, end):
+    """Prefetch ``a`` a 64-byte line at a time from element ``pf`` to :data:`PREFETCH_AHEAD`
+    bytes past ``upto`` (where the reads about to be made end), never past ``end``; returns
+    where the next call goes on: one prefetch per new line of a stream. Why: on the
     Zen 5 VM the hardware prefetcher left windows of 16-20 float32 or float64 elements read
     from DRAM at 8-12 GB/s a thread (each window's vector sum is 30-40 instructions, so the
     reorder buffer holds few outstanding lines); a stream kept 2 KiB ahead read them at 30-35
@@ -281,6 +281,7 @@ def prefetch_to(a, pf, top):
     window's own lines, or one line a window, was as fast for one dtype and no faster than
     nothing for the other."""
     step = 64 // a.itemsize
+    top = min(upto + PREFETCH_AHEAD // a.itemsize, end)
     while pf < top:
         _prefetch(a, pf)
         pf += step

@@ -45,7 +45,6 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import (
-    PREFETCH_AHEAD,
     acc,
     decodes,
     enc,
@@ -617,6 +616,19 @@ def _run_buf_impl(x, n):
     return lambda x, n: scratch(x, n)
 
 
+@numba.njit(inline="always")
+def _stream(xg, dims, V, r_lo, r_hi, on):
+    """``(stream, pf, end)`` for :func:`~adaptive_pool.cpu.access.prefetch_to` over items
+    ``[r_lo, r_hi)`` of ``V`` elements each, item r at ``x0 + r * V`` in output (n, c, od, oh)
+    order where ``stream`` (``end`` 0 otherwise, or where not ``on``: nothing is prefetched)."""
+    N, C, _, _, W, OD, OH, _ = dims
+    x0, xn, xc, xd, xh, xw = xg
+    Q = OD * OH * V
+    stream = on and ((W == 1 or xw == 1) and (OH == 1 or xh == V) and (OD == 1 or xd == OH * V)
+                     and (C == 1 or xc == Q) and (N == 1 or xn == C * Q))
+    return stream, x0 + r_lo * V, x0 + r_hi * V if stream else 0
+
+
 @numba.njit(**_BODY)
 def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_runs`."""
@@ -630,12 +642,9 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     buf = _run_buf(x, V)
-    R, Q = OD * OH, OD * OH * V
+    R = OD * OH
     # item r's input starts at x0 + r * V: the chunk reads one stream, prefetched ahead
-    stream = ((OH == 1 or xh == V) and (OD == 1 or xd == OH * V) and (C == 1 or xc == Q)
-              and (N == 1 or xn == C * Q))
-    ahead = PREFETCH_AHEAD // x.itemsize
-    pf, end = x0 + r_lo * V, x0 + r_hi * V if stream else 0
+    stream, pf, end = _stream(xg, dims, V, r_lo, r_hi, True)
     flat = (stream and OW == 1 and (OH == 1 or yh == 1) and (OD == 1 or yd == OH)
             and (C == 1 or yc == R) and (N == 1 or yn == C * R))
     if flat:
@@ -644,7 +653,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         # behind a branch in the same loop, float64 7x7 windows took 2.7x as long (Zen 5).
         for r in range(r_lo, r_hi):
             b = x0 + r * V
-            pf = prefetch_to(x, pf, min(b + V + ahead, end))
+            pf = prefetch_to(x, pf, b + V, end)
             t, k = _run_sum(x, b, V, buf, skip)
             put(y, y0 + r, _mean(x, t, k))
         return
@@ -655,7 +664,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
         for ow in range(OW):
             s0, m = (0, V) if OW == 1 else (ws[ow], we[ow] - ws[ow])
-            pf = prefetch_to(x, pf, min(b + s0 + m + ahead, end))
+            pf = prefetch_to(x, pf, b + s0 + m, end)
             t, k = _run_sum(x, b + s0, m, buf, skip)
             put(y, yo + ow * yw, _mean(x, t, k))
 
@@ -842,17 +851,15 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
     # prefetched ahead as in _avg_runs_chunk (float32 32x256x56x56 -> 7x7 16.0-16.9 ->
     # 12.7-13.2 ms, bfloat16 11.9 -> 9.4-9.8)
-    P = D * H * W
-    stream = (skip is not None and (W == 1 or xw == 1) and (H == 1 or xh == W)
-              and (D == 1 or xd == H * W) and (C == 1 or xc == P) and (N == 1 or xn == C * P))
-    ahead = PREFETCH_AHEAD // x.itemsize
-    pf = x0 + (it_lo // nblk) * H * W + (it_lo % nblk) * rows_per_item * W
-    end = x0 + N * C * P if stream else 0
+    # (items of rows: its rows as the stream's items)
+    _, pf, end = _stream(xg, (N, C, D, H, W, D, H, W), W,
+                         (it_lo // nblk) * H + (it_lo % nblk) * rows_per_item, N * C * D * H,
+                         skip is not None)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for _ in range(it_lo, it_hi):
         h_first = blk * rows_per_item
         h_last = min(H, h_first + rows_per_item)
-        pf = prefetch_to(x, pf, min(x0 + ((n * C + c) * D + d) * H * W + h_last * W + ahead, end))
+        pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h_last) * W, end)
         od0, od1 = tab[ld + d], tab[hd + d]
         oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
         nh = oh1 - oh0
@@ -966,16 +973,13 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchun
     # with skipna, x is read: one stream where item r's run starts at x0 + r * L, prefetched
     # ahead as in _avg_runs_chunk (float32 32x256x28x28 -> (None, 1) 4.8 -> 3.0 ms, 16x512x999
     # -> 50 5.8 -> 2.5-3.3 ms)
-    stream = (skip is not None and (OH == 1 or xh == L) and (OD == 1 or xd == OH * L)
-              and (C == 1 or xc == OD * OH * L) and (N == 1 or xn == C * OD * OH * L))
-    ahead = PREFETCH_AHEAD // x.itemsize
-    pf, end = x0 + r_lo * L, x0 + r_hi * L if stream else 0
+    _, pf, end = _stream(xg, dims, L, r_lo, r_hi, skip is not None)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         gb = g0 + n * gn + c * gc + od * gd + oh * gh
         b = i0 + n * in_ + c * ic + od * id_ + oh * ih_
         xb = x0 + n * xn + c * xc + od * xd + oh * xh
-        pf = prefetch_to(x, pf, min(xb + L + ahead, end))
+        pf = prefetch_to(x, pf, xb + L, end)
         if OW == 1:
             g = get(go, gb)
             if skip is not None:
@@ -1452,10 +1456,11 @@ def _run_argmax(x, b, n, skip):
 
     int32 keys: one pass, a maximum of key and position as one int64 that LLVM vectorises
     (``k << 32 | ~i``: unlike :func:`_rank`, it has room for skipna's NaN key, the smallest
-    int32). Where a NaN wins, a second pass finds the last one (a scalar scan backwards took
-    2.6x the time of a skipna call on 16-element windows a tenth NaN). int64 keys: the largest key, then the first block of 64 that holds it (both
+    int32). int64 keys: the largest key, then the first block of 64 that holds it (both
     vectorised), then that block element by element (a scalar search of the whole run made
-    3136-element windows 1.3x slower than :func:`max_pool`). Runs of up to
+    3136-element windows 1.3x slower than :func:`max_pool`). Where a NaN wins, a second pass
+    finds the last one (a scalar scan backwards took 2.6x the time of a skipna call on
+    16-element windows a tenth NaN). Runs of up to
     :data:`SHORT_RUN` elements are one scalar scan: the passes cost more to set up than they
     save there (windows of 1-3 float64 elements took 1.3-2.2x as long, Zen 5)."""
     knan = key_nan(x)
@@ -1510,11 +1515,7 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     # item r's input starts at x0 + r * V: one stream, prefetched ahead (_avg_runs_chunk)
-    V = KD * KH * W
-    stream = ((OH == 1 or xh == V) and (OD == 1 or xd == OH * V)
-              and (C == 1 or xc == OD * OH * V) and (N == 1 or xn == C * OD * OH * V))
-    ahead = PREFETCH_AHEAD // x.itemsize
-    pf, end = x0 + r_lo * V, x0 + r_hi * V if stream else 0
+    _, pf, end = _stream(xg, dims, KD * KH * W, r_lo, r_hi, True)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         b = x0 + n * xn + c * xc + od * xd + oh * xh
@@ -1524,7 +1525,7 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0 = ws[ow]
             m = KD * KH * (we[ow] - w0)
-            pf = prefetch_to(x, pf, min(b + w0 + m + ahead, end))
+            pf = prefetch_to(x, pf, b + w0 + m, end)
             i = w0 + _run_argmax(x, b + w0, m, skip)
             y[np.uint64(yb + ow * yw)] = x[np.uint64(b + i)]
             ind[np.uint64(jb + ow * jw)] = p + i
