@@ -38,6 +38,8 @@ CASES = [
     ((1, 8, 91, 91), (2, 3)),  # 8 planes too large for any dtype to copy whole: bands
     ((2, 3, 1, 70), (1, 9)),  # windows of 8-9 along rows (a 1-D problem)
     ((1, 2, 3, 40), (None, 3)),  # overlapping windows of 14 along rows (OH == H)
+    ((1, 2, 20, 60), (2, 2)),  # rows of 30: most rows wrap the lanes (two segments)
+    ((1, 3, 12, 77), (1, 3)),  # rows of 25-26, 12 of them, from odd positions
 ]
 
 

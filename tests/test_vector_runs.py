@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_numbers, add_planes, count_bits, number_bits, run_count, run_fill, run_sum,
+    PLANES, add_numbers, add_planes, count_bits, number_bits, rows_sum, run_count, run_fill,
+    run_sum,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -24,6 +25,12 @@ GUARD = 40  # elements before and after each run, NaN, so a stray read or write 
 @numba.njit
 def _sums(src, b, n):
     return run_sum(src, b, n, None), run_sum(src, b, n, True)
+
+
+@numba.njit
+def _rows(src, b, nw, nh, hstep, nd, dstep):
+    return (rows_sum(src, b, nw, nh, hstep, nd, dstep, None),
+            rows_sum(src, b, nw, nh, hstep, nd, dstep, True))
 
 
 @numba.njit
@@ -100,6 +107,35 @@ def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
         np.testing.assert_array_equal(out[GUARD + n :], kept[GUARD + n :])
         np.testing.assert_array_equal(out[GUARD : GUARD + n],
                                       np.where(numbers, kept[GUARD : GUARD + n], 0.0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("nan_share", [0.0, 0.3])
+def test_window_of_rows_summed_in_lane_order(dtype, nan_share):
+    """``rows_sum`` over ``nd x nh`` rows of ``nw``, rows from any lane (wrapping or not, rows
+    longer than 32 in several segments), equals the lane order of the window's elements; the
+    gaps between rows and the guards are NaN, so a read outside the rows shows."""
+    rng = np.random.default_rng(11)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    for nd, nh, nw in [(1, 1, 1), (1, 8, 8), (1, 7, 7), (2, 3, 13), (1, 10, 30), (1, 3, 32),
+                       (2, 2, 33), (1, 4, 70), (3, 5, 4), (1, 1, 97), (0, 3, 5), (2, 0, 5)]:
+        gap = int(rng.integers(1, 6))
+        hstep = nw + gap
+        dstep = (nh + 1) * hstep
+        x = np.full(2 * GUARD + max(nd, 1) * dstep, np.nan, np.float32)
+        rows = [GUARD + d * dstep + h * hstep for d in range(nd) for h in range(nh)]
+        for r in rows:
+            v = rng.standard_normal(nw).astype(np.float32)
+            v[rng.random(nw) < nan_share] = np.nan
+            x[r : r + nw] = v
+        x = x.astype(dtype)
+        window = np.concatenate([x[r : r + nw] for r in rows] or [x[:0]]).astype(acc)
+        plain, skip = _rows(x.view(STORAGE[x.dtype]), GUARD, nw, nh, hstep, nd, dstep)
+        for got, skipna in ((plain, False), (skip, True)):
+            want = lane_sum(window, acc, skipna=skipna)
+            assert np.array(got[0], acc).tobytes() == np.array(want, acc).tobytes(), (nd, nh, nw)
+        assert plain[1] == window.size
+        assert skip[1] == (~np.isnan(window)).sum()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -326,11 +326,7 @@ class CpuBackend:
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = _touched(dims)
         rows = n * c * od * oh
-        # runs summed straight from 16-bit storage need no decoded copy of the window
-        in_place = not skipna and vector_runs(storage)
-        order = _FORCE_ORDER or self._avg_order(
-            storage.itemsize, xg, dims, sized_windows, in_place
-        )
+        order = _FORCE_ORDER or self._avg_order(storage, xg, dims, sized_windows, skipna)
         kernel = getattr(kernels, "avg_pool_" + order)
         run, serial = self._runner(kernel, work)
 
@@ -357,11 +353,14 @@ class CpuBackend:
         return _bind(call, (run,), like, base, skipna)
 
     @staticmethod
-    def _avg_order(itemsize, xg, dims, sized_windows=True, in_place=False) -> str:
-        """Which loop order of the average forward serves ``dims`` (all give the same bits);
-        "columns" and "runs" take their windows from the sizes, not the tables. ``in_place``:
-        the runs order reads 16-bit windows without decoding them into a scratch copy."""
+    def _avg_order(storage, xg, dims, sized_windows=True, skipna=False) -> str:
+        """Which loop order of the average forward serves ``dims`` for storage dtype
+        ``storage`` (all give the same bits); "columns" and "runs" take their windows from the
+        sizes, not the tables."""
         n, c, d, h, w, od, oh, ow = dims
+        itemsize = storage.itemsize
+        # runs summed straight from 16-bit storage need no decoded copy of the window
+        in_place = not skipna and vector_runs(storage)
         # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
@@ -382,6 +381,11 @@ class CpuBackend:
             and (_windows_are_runs(dims, xg) or rows)
         ):
             return "runs"
+        if (
+            vector_runs(storage) and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
+            and _longest(w, ow) <= kernels.SUM_LANES
+        ):
+            return "direct"  # (rows summed in registers, lanes.rows_sum)
         if lanewise:
             return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
@@ -723,6 +727,16 @@ _NO_COUNTS = np.empty(0, np.int64)
 #: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input
 #: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
+
+#: Average windows one plane deep whose rows of unit stride are at least this wide on average
+#: (and at most 32) take the direct order, each row a masked vector load or two added into the
+#: 32 lanes in registers (``lanes.rows_sum``), float32 and float64 read in place and 16-bit
+#: decoded in the registers. Against 8 planes side by side (ms, float32, 2 threads, Zen 5): 64x64
+#: -> 8x8 (8 wide) 0.56-0.79 / 0.67-0.70, -> 5x5 (13) 0.39-0.42 / 0.67-0.69, 128x128 -> 6x6
+#: (21) 0.23 / 0.56, 56x56 -> 7x7 32x256 planes 3.4 / 5.2-5.7; rows of 4 (64x64 -> 16x16) 1.4 /
+#: 1.0 and of 7 (28x28 -> 4x4, 14x14 -> 2x2) 0.59-0.74 / 0.53-0.54 stay 8 planes wide. Rows
+#: longer than 32 (224x224 -> 6x6, 37: 5.0-5.3 / 3.1 row by row) loop over their segments.
+_ROWS_WIDTH = 8
 
 #: Average windows along rows of unit stride (1-D problems) at least this wide on average are
 #: summed one vector pass each (the runs order, a row of windows a work item), instead of 8

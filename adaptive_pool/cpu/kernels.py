@@ -20,8 +20,10 @@ itself such a sum may take it as is: ``0.0 + term == term`` bit for bit).
 How they go fast: work is handed out in ``nchunk`` contiguous ranges of work items, walked with
 counters (:func:`_step`) instead of divisions, and scratch is allocated once per range; flat
 indices are unsigned (see :mod:`~adaptive_pool.cpu.access`). The average forward has five
-loop orders, all in the lane order: window by window (a window row added into a rotating
-32-lane accumulator as contiguous chunks, :func:`_run_add`), row by row for long windows,
+loop orders, all in the lane order: window by window (unit-stride rows placed at their lanes
+of a 32-lane register accumulator by masked vector loads,
+:func:`~adaptive_pool.cpu.lanes.rows_sum`; other strides element by element,
+:func:`_run_add`), row by row for long windows,
 columns side by side for windows one column wide (a ``32 x W`` accumulator), 8 planes side by
 side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global pooling,
 (None, 1)). skipna is a compile-time flag (:data:`SKIPNA`): the plain kernels compile exactly
@@ -59,8 +61,8 @@ from .access import (
 )
 from .calls import call
 from .lanes import (
-    PLANES, add_numbers, add_planes, count_bits, number_bits, run_count, run_fill, run_sum,
-    vector_runs,
+    PLANES, add_numbers, add_planes, count_bits, number_bits, rows_sum, run_count, run_fill,
+    run_sum, vector_runs,
 )
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
@@ -207,18 +209,24 @@ def _zero(a, n):
 
 
 @numba.njit(inline="always")
+def _runs_of(nd, nh, nw, W, xd, xh, xw):
+    """A window's ``nd x nh`` rows of ``nw`` as ``(nd, nh, nw)`` runs of memory: rows, or whole
+    planes, that follow each other in memory are one run (a contiguous plane in global
+    pooling: one vectorised pass)."""
+    if xw == 1 and nw == W and xh == W:
+        nh, nw = 1, nh * W
+        if xd == nw:
+            nd, nw = 1, nd * nw
+    return nd, nh, nw
+
+
+@numba.njit(inline="always")
 def _window_sum(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, W, lanes, skip):
     """Window ``[d0,d1)x[h0,h1)x[w0,w1)``'s sum in the lane order and its element count
-    (non-NaN with :data:`SKIPNA`). Rows that are one run of memory are added as one run (a whole
-    contiguous plane in global pooling: one vectorised pass)."""
-    nd, nh, nw = d1 - d0, h1 - h0, w1 - w0
-    vol = nd * nh * nw
+    (non-NaN with :data:`SKIPNA`), element by element into ``lanes`` (rows of any stride)."""
+    vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
     _zero(lanes, min(vol, SUM_LANES))
-    run, nrh, nrd = nw, nh, nd
-    if xw == 1 and nw == W and xh == W:
-        run, nrh = nh * W, 1
-        if xd == run:
-            run, nrd = nd * run, 1
+    nrd, nrh, run = _runs_of(d1 - d0, h1 - h0, w1 - w0, W, xd, xh, xw)
     b0 = xb + d0 * xd + h0 * xh + w0 * xw
     L, cnt = 0, 0
     for d in range(nrd):
@@ -303,6 +311,18 @@ def _mean(x, s, n):
     return s / acc(x, n)
 
 
+def _rows_in_place(x):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_rows_in_place, inline="always")
+def _rows_in_place_impl(x):
+    """Whether :func:`~adaptive_pool.cpu.lanes.rows_sum` reads ``x``'s storage (a
+    compile-time constant: float32, float64, bfloat16, float16 with F16C)."""
+    v = vector_runs(x.dtype)
+    return lambda x: v
+
+
 @numba.njit(**_BODY)
 def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_direct`."""
@@ -316,18 +336,37 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     s = scratch(x, OW)
     lanes = scratch(x, SUM_LANES)
     band = scratch(x, 0)
+    in_place = _rows_in_place(x) and xw == 1
+    # a C-contiguous input is read in memory order: prefetched as one stream
+    x0, xn = xg[0], xg[1]
+    P = D * H * W
+    contiguous = ((H == 1 or xh == W) and (D == 1 or xd == H * W) and (C == 1 or xc == P)
+                  and (N == 1 or xn == C * P))
+    end = x0 + N * C * P if in_place and contiguous else 0
+    pf = 0
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, _, _ = _avg_item(tab, dims, xg, yg, 1, oh, od, c, n)
-        need = (d1 - d0) * (h1 - h0) * W
-        if decodes(x) and band.size < need:
-            band = scratch(x, need)
-        bx, bb, _, bd, bh, bw, e0, e1, f0, f1 = _band(
-            x, xb, xc, 1, xd, xh, xw, d0, d1, h0, h1, W, band
-        )
-        for ow in range(OW):
-            t, k = _window_sum(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws[ow], we[ow], W, lanes, skip)
-            s[ow] = _mean(x, t, k)
+        if in_place:  # unit-stride rows, summed (and decoded) in registers
+            b = xb + d0 * xd + h0 * xh
+            pf = prefetch_to(x, max(pf, b), b + (d1 - d0 - 1) * xd + (h1 - h0) * xh, end)
+            for ow in range(OW):
+                w0 = ws[ow]
+                nd, nh, nw = _runs_of(d1 - d0, h1 - h0, we[ow] - w0, W, xd, xh, xw)
+                t, k = rows_sum(x, b + w0, nw, nh, xh, nd, xd, skip)
+                s[ow] = _mean(x, t, k)
+        else:
+            need = (d1 - d0) * (h1 - h0) * W
+            if decodes(x) and band.size < need:
+                band = scratch(x, need)
+            bx, bb, _, bd, bh, bw, e0, e1, f0, f1 = _band(
+                x, xb, xc, 1, xd, xh, xw, d0, d1, h0, h1, W, band
+            )
+            for ow in range(OW):
+                t, k = _window_sum(
+                    bx, bb, bd, bh, bw, e0, e1, f0, f1, ws[ow], we[ow], W, lanes, skip
+                )
+                s[ow] = _mean(x, t, k)
         store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
@@ -341,8 +380,11 @@ def avg_pool_direct(at, x, xg, y, yg, tab, dims, skip, nchunk):
     each a kernel of its own, so that a call compiles only the one it uses; the backend picks
     one from the window sizes:
 
-    * this one, the general one: each window summed on its own (:func:`_window_sum`), rows
-      that are one run of memory as one run (global pooling of contiguous planes);
+    * this one, the general one: each window summed on its own, its unit-stride rows in
+      registers (:func:`~adaptive_pool.cpu.lanes.rows_sum`: windows of rows 8 to 32 wide,
+      whatever the planes, and input C-contiguous prefetched as one stream), other strides
+      element by element (:func:`_window_sum`); rows that are one run of memory as one run
+      (global pooling of contiguous planes);
     * :func:`avg_pool_rowwise` for long windows (and (None, 1): windows that are rows);
     * :func:`avg_pool_columns` for windows one column wide ((1, None));
     * :func:`avg_pool_lanewise` for small windows of many planes.

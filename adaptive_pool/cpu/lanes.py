@@ -1,5 +1,6 @@
 """Vector code written as LLVM vector IR (CPU only). Over contiguous runs of memory: the
-lane-order sum of a run (:func:`run_sum`, NaN-skipping or not), and what the NaN-skipping
+lane-order sum of a run (:func:`run_sum`, NaN-skipping or not) or of a window of runs
+(:func:`rows_sum`, rows of any width placed at their lanes), and what the NaN-skipping
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
@@ -210,6 +211,19 @@ def _count(builder, ok):
     return builder.zext(bits, ir.IntType(64))
 
 
+def _halve(builder, s):
+    """Lane 0 after the halving steps of the 32 lanes ``s``: lane i += lane i + h for h = 16,
+    8, 4, 2, 1."""
+    h = _LANES // 2
+    while h >= 1:
+        i32v = ir.VectorType(ir.IntType(32), h)
+        lo = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h))))
+        hi = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h, 2 * h))))
+        s = builder.fadd(lo, hi)
+        h //= 2
+    return builder.extract_element(s, ir.Constant(ir.IntType(32), 0))
+
+
 @intrinsic
 def run_sum(typingctx, src, b, n, skip):
     """The lane-order sum of ``src[b : b + n]`` (decoded), in the accumulation type, and the
@@ -248,15 +262,7 @@ def run_sum(typingctx, src, b, n, skip):
             builder, run, acc, cnt if skip_on else None, off, r, width)
         _blocks(builder, args[2], block, tail)
 
-        # the halving steps: lane i += lane i + h for h = 16, 8, 4, 2, 1
-        s, h = builder.load(acc), _LANES // 2
-        while h >= 1:
-            i32v = ir.VectorType(ir.IntType(32), h)
-            lo = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h))))
-            hi = builder.shuffle_vector(s, s, ir.Constant(i32v, list(range(h, 2 * h))))
-            s = builder.fadd(lo, hi)
-            h //= 2
-        total = builder.extract_element(s, ir.Constant(ir.IntType(32), 0))
+        total = _halve(builder, builder.load(acc))
         return context.make_tuple(builder, signature.return_type, [total, builder.load(cnt)])
 
     return sig, codegen
@@ -457,3 +463,91 @@ def count_bits(typingctx, cnt, q, bits, o, rows, wmask):
         return context.get_dummy_value()
 
     return types.none(cnt, i64, bits, i64, i64, i64), codegen
+
+
+@intrinsic
+def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
+    """The lane-order sum of a window of ``nd x nh`` unit-stride rows of ``nw`` elements, row
+    ``(d, h)`` at ``src[b + d * dstep + h * hstep:]`` (decoded), in the accumulation type, and
+    the count of elements added (with ``skip`` not None the non-NaN ones only, as
+    :func:`run_sum`).
+
+    The 32 lanes stay in registers. Row ``r`` starts at the window's position ``r * nw``, lane
+    ``L = r * nw % 32``: its elements go on as segments of at most ``32 - L``, each one masked
+    load placed at its lanes (the load starts ``L`` elements before the segment; masked-off
+    lanes read nothing and add +0.0) and one vector add. A row of up to 32 is one or two
+    segments, its lane computed from ``r``, not from the rows before it, so rows overlap in
+    the pipeline. The caller keeps every row inside ``src``."""
+    if not (isinstance(src, types.Array) and src.ndim == 1 and vector_runs(src.dtype)):
+        return None
+    acc_nb = _ACC[src.dtype]
+    skip_on = not isinstance(skip, types.NoneType)
+    i64 = types.int64
+    sig = types.Tuple((acc_nb, i64))(src, i64, i64, i64, i64, i64, i64, skip)
+
+    def codegen(context, builder, signature, args):
+        _, b, nw, nh, hstep, nd, dstep, _ = args
+        word = ir.IntType(64)
+        run = _Run(context, builder, signature.args[0], args[0], ir.Constant(word, 0))
+        acc_ty = ir.VectorType(context.get_value_type(acc_nb), _LANES)
+        zero = ir.Constant(acc_ty, None)
+        acc = cgutils.alloca_once_value(builder, zero)
+        cnt = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+        k = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+        j = cgutils.alloca_once(builder, word)
+        one, full = ir.Constant(word, 1), ir.Constant(word, _LANES)
+        last = ir.Constant(word, _LANES - 1)
+
+        def segment(at, L, m):
+            """Elements ``at .. at + m - 1`` into lanes ``L .. L + m - 1`` (``L + m <= 32``)."""
+            bits = builder.shl(builder.sub(builder.shl(one, m), one), L)  # (m may be 32)
+            mask = builder.bitcast(builder.trunc(bits, ir.IntType(_LANES)),
+                                   ir.VectorType(ir.IntType(1), _LANES))
+            v = run.load(builder.sub(at, L), mask)
+            d = _decode(builder, v, run.dtype, acc_ty)
+            if skip_on:
+                ok = run.numbers(v, mask)
+                d = builder.select(ok, d, zero)
+                builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
+            builder.store(builder.fadd(builder.load(acc), d), acc)
+
+        short = builder.icmp_signed("<=", nw, full)
+        with cgutils.for_range(builder, nd) as ld:
+            with cgutils.for_range(builder, nh) as lh:
+                row = builder.add(b, builder.add(builder.mul(ld.index, dstep),
+                                                 builder.mul(lh.index, hstep)))
+                k0 = builder.load(k)
+                builder.store(builder.add(k0, nw), k)
+                L = builder.and_(k0, last)
+                room = builder.sub(full, L)
+                with builder.if_else(short) as (few, many):
+                    with few:  # one segment, and the rest from lane 0 where it wraps
+                        m = builder.select(builder.icmp_signed("<", nw, room), nw, room)
+                        segment(row, L, m)
+                        rest = builder.sub(nw, m)
+                        zero64 = ir.Constant(word, 0)
+                        with builder.if_then(builder.icmp_signed(">", rest, zero64)):
+                            segment(builder.add(row, m), zero64, rest)
+                    with many:
+                        builder.store(ir.Constant(word, 0), j)
+                        cond = builder.append_basic_block("rows_sum.cond")
+                        body = builder.append_basic_block("rows_sum.body")
+                        done = builder.append_basic_block("rows_sum.done")
+                        builder.branch(cond)
+                        builder.position_at_end(cond)
+                        jv = builder.load(j)
+                        builder.cbranch(builder.icmp_signed("<", jv, nw), body, done)
+                        builder.position_at_end(body)
+                        Lj = builder.and_(builder.add(k0, jv), last)
+                        left = builder.sub(nw, jv)
+                        roomj = builder.sub(full, Lj)
+                        m = builder.select(builder.icmp_signed("<", left, roomj), left, roomj)
+                        segment(builder.add(row, jv), Lj, m)
+                        builder.store(builder.add(jv, m), j)
+                        builder.branch(cond)
+                        builder.position_at_end(done)
+        total = _halve(builder, builder.load(acc))
+        n = builder.load(cnt) if skip_on else builder.mul(builder.mul(nd, nh), nw)
+        return context.make_tuple(builder, signature.return_type, [total, n])
+
+    return sig, codegen

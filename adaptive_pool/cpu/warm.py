@@ -88,7 +88,7 @@ def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
 #: name -> (kernels it compiles, whether it depends on the index dtype, how to reach them)
 KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], None]]] = {
     "avg_pool_direct": (("avg_pool_direct",), False, _avg((1, 3, 3), (1, 2, 2), 1)),
-    "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 32), (1, 1, 2), 1)),
+    "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 66), (1, 1, 2), 1)),
     "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
