@@ -312,16 +312,19 @@ def test_float16_sums_do_not_overflow():
 def test_f16_without_f16c_uses_the_integer_codec(tmp_path):
     """A target without F16C (numba's generic CPU) must not get LLVM half conversions (no
     runtime helper is linked: they would crash) and must give the same bits."""
-    x = rand((2, 3, 9, 7), F16, seed=5)
+    x = rand((2, 3, 9, 40), F16, seed=5)
     np.save(tmp_path / "x.npy", x)
+    sizes = [(4, 3), (3, 4)]  # 8 planes side by side; windows of rows 10 wide (direct)
     code = (
         "import numpy as np, adaptive_pool as ap; from adaptive_pool.cpu import access; "
         f"x = np.load({str(tmp_path / 'x.npy')!r}); "
-        "print(access.NATIVE_HALF, ap.adaptive_avg_pool2d(x, (4, 3)).view(np.uint16).tolist())"
+        "print(access.NATIVE_HALF, [ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() "
+        f"for s in {sizes!r}])"
     )
     env = {**os.environ, "NUMBA_CPU_NAME": "generic",
            "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout.split(" ", 1)
     assert out[0] == "False"
-    assert ast.literal_eval(out[1]) == ap.adaptive_avg_pool2d(x, (4, 3)).view(np.uint16).tolist()
+    want = [ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() for s in sizes]
+    assert ast.literal_eval(out[1]) == want

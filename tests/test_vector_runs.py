@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_numbers, add_planes, count_bits, number_bits, rows_sum, run_count, run_fill,
-    run_sum,
+    PLANES, add_block, add_numbers, add_planes, count_bits, interleave_planes, number_bits,
+    rows_sum, run_count, run_fill, run_sum,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -56,6 +56,16 @@ def _add(col, src, b, n, rows, step):
 @numba.njit
 def _add_planes(a, q, src, o, poff, cnt, skip):
     add_planes(a, q, src, o, poff, cnt, skip)
+
+
+@numba.njit
+def _interleave(dst, o, src, b, poff, n):
+    interleave_planes(dst, o, src, b, poff, n)
+
+
+@numba.njit
+def _add_block(a, q, src, o, cnt, skip):
+    add_block(a, q, src, o, cnt, skip)
 
 
 @numba.njit
@@ -155,6 +165,50 @@ def test_column_counts_over_rows(dtype, step):
             want[:n] += (~np.isnan(x[: rows * step : step, 2 : 2 + n].astype(np.float32))).sum(0)
             _add(col, x.view(STORAGE[x.dtype]).ravel(), 2, n, rows, step * w)
             np.testing.assert_array_equal(col, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_planes_interleaved(dtype):
+    """``interleave_planes`` puts element i of plane l at ``8 i + l``, decoded, for runs of
+    every length around its blocks of 8, and writes nothing else."""
+    rng = np.random.default_rng(9)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    for n in (0, 1, 7, 8, 9, 16, 23, 70):
+        src = rng.standard_normal(600).astype(dtype)
+        src[rng.random(src.size) < 0.1] = np.nan
+        poff = rng.integers(0, 500, PLANES).astype(np.int64)
+        dst = np.full(2 * GUARD + PLANES * n, 9.0, acc)
+        _interleave(dst, GUARD, src.view(STORAGE[src.dtype]), 3, poff, n)
+        want = np.full_like(dst, 9.0)
+        if n:
+            want[GUARD : GUARD + PLANES * n] = np.stack(
+                [src[3 + p : 3 + p + n] for p in poff], axis=1).astype(acc).ravel()
+        np.testing.assert_array_equal(dst, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("skip", [None, True], ids=["plain", "skipna"])
+def test_block_added_side_by_side(dtype, skip):
+    """``add_block`` adds 8 consecutive elements into 8 consecutive slots (NaN as +0.0,
+    counted out, with skipna), and touches no other slot or count."""
+    rng = np.random.default_rng(6)
+    src = rng.standard_normal(40).astype(dtype)
+    src[rng.random(src.size) < 0.3] = np.nan
+    for o in (0, 5, 32):
+        a = rng.standard_normal(3 * PLANES).astype(dtype)
+        cnt = np.arange(PLANES + 2, dtype=np.int32)
+        want_a, want_cnt = a.copy(), cnt.copy()
+        v = src[o : o + PLANES]
+        q = PLANES
+        if skip is None:
+            want_a[q : q + PLANES] += v
+        else:
+            ok = ~np.isnan(v)
+            want_a[q : q + PLANES] += np.where(ok, v, 0)
+            want_cnt[:PLANES] += ok
+        _add_block(a, q, src, o, cnt, skip)
+        assert a.tobytes() == want_a.tobytes()
+        np.testing.assert_array_equal(cnt, want_cnt)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)

@@ -6,8 +6,10 @@ counts over rows (:func:`add_numbers`), write a share where ``x`` is a number an
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
 (:func:`number_bits`). Each works in blocks of 32 elements and a masked load (or store) for
 the last ``n % 32``, so a short run is one masked operation, not a scalar loop. Over
-``PLANES`` planes side by side (the 8-plane kernels): one element of each added into its own
-sum (:func:`add_planes`), and windows' numbers counted from the bit masks (:func:`count_bits`).
+``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes copied side by side
+(:func:`interleave_planes`, a transpose in registers), one element of each added into its own
+sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them), and windows'
+numbers counted from the bit masks (:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -551,3 +553,136 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
         return context.make_tuple(builder, signature.return_type, [total, n])
 
     return sig, codegen
+
+
+def _decode_to(builder, v, dtype, acc_ty):
+    """A value (scalar or vector) of stored elements to ``acc_ty`` (bfloat16 by a shift,
+    float16 by ``fpext half``, float32 and float64 as they are)."""
+    if dtype == types.int16:
+        wide = (ir.VectorType(ir.IntType(32), acc_ty.count) if isinstance(acc_ty, ir.VectorType)
+                else ir.IntType(32))
+        w = builder.zext(v, wide)
+        w = builder.shl(w, ir.Constant(wide, 16) if not isinstance(wide, ir.VectorType)
+                        else ir.Constant(wide, [16] * wide.count))
+        return builder.bitcast(w, acc_ty)
+    if dtype == types.uint16:
+        half = (ir.VectorType(ir.HalfType(), acc_ty.count) if isinstance(acc_ty, ir.VectorType)
+                else ir.HalfType())
+        return builder.fpext(builder.bitcast(v, half), acc_ty)
+    return v
+
+
+def _transpose(builder, rows):
+    """The ``PLANES x PLANES`` transpose of ``rows`` (vectors of ``PLANES``): three rounds of
+    pairing row l with row l + 4 lane by lane (a perfect shuffle), one two-source shuffle
+    each."""
+    i32 = ir.IntType(32)
+    half = PLANES // 2
+    lo = ir.Constant(ir.VectorType(i32, PLANES), [k // 2 + (k % 2) * PLANES for k in range(PLANES)])
+    hi = ir.Constant(ir.VectorType(i32, PLANES),
+                     [half + k // 2 + (k % 2) * PLANES for k in range(PLANES)])
+    for _ in range(3):
+        nxt = []
+        for l in range(half):
+            nxt.append(builder.shuffle_vector(rows[l], rows[l + half], lo))
+            nxt.append(builder.shuffle_vector(rows[l], rows[l + half], hi))
+        rows = nxt
+    return rows
+
+
+@intrinsic
+def interleave_planes(typingctx, dst, o, src, b, poff, n):
+    """``dst[o + PLANES * i + l] = src[b + poff[l] + i]`` (decoded) for ``i < n`` and the
+    ``PLANES`` planes ``l``: runs of 8 planes copied side by side, so that the 8-plane order
+    adds one element of each with one contiguous vector load (:func:`add_block`) instead of
+    gathering them (:func:`add_planes`). Blocks of ``PLANES`` elements are loaded a row of
+    each plane at a time and transposed in registers; the last ``n % PLANES`` are masked loads.
+
+    ``dst``: the accumulation dtype of ``src`` (float32, or float64 for float64); ``src``: a
+    dtype :func:`vector_runs` accepts; ``poff``: int64. The caller keeps every index inside
+    its array."""
+    i64 = types.int64
+    if not (isinstance(src, types.Array) and vector_runs(src.dtype)
+            and isinstance(dst, types.Array) and dst.dtype == _ACC[src.dtype]
+            and isinstance(poff, types.Array) and poff.dtype == i64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        _, o, _, b, _, n = args
+        word = ir.IntType(64)
+        ddata, sdata, pdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 2, 4))
+        st = context.get_data_type(signature.args[2].dtype)
+        at = context.get_data_type(signature.args[0].dtype)
+        svec, avec = ir.VectorType(st, PLANES), ir.VectorType(at, PLANES)
+        ssize = st.get_abi_size(context.target_data)
+        asize = at.get_abi_size(context.target_data)
+        rows = [builder.gep(sdata, [builder.add(b, builder.load(
+            builder.gep(pdata, [ir.Constant(word, l)])))]) for l in range(PLANES)]
+        eight = ir.Constant(word, PLANES)
+
+        def block(i, mask, count):
+            vs = []
+            for l in range(PLANES):
+                ptr = builder.bitcast(builder.gep(rows[l], [i]), svec.as_pointer())
+                v = (builder.load(ptr, align=ssize) if mask is None
+                     else _masked(builder, "load", svec, ptr, ssize, mask))
+                vs.append(_decode_to(builder, v, signature.args[2].dtype, avec))
+            cols = _transpose(builder, vs)
+            for j, col in enumerate(cols):
+                at_j = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), eight))
+                ptr = builder.bitcast(builder.gep(ddata, [at_j]), avec.as_pointer())
+                if count is None:
+                    builder.store(col, ptr, align=asize)
+                else:
+                    with builder.if_then(builder.icmp_unsigned(">", count, ir.Constant(word, j))):
+                        builder.store(col, ptr, align=asize)
+
+        nfull = builder.udiv(n, eight)
+        with cgutils.for_range(builder, nfull) as loop:
+            block(builder.mul(loop.index, eight), None, None)
+        r = builder.urem(n, eight)
+        with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(word, 0))):
+            i32v = ir.VectorType(ir.IntType(32), PLANES)
+            mask = builder.icmp_unsigned("<", ir.Constant(i32v, list(range(PLANES))),
+                                         _splat(builder, i32v, builder.trunc(r, ir.IntType(32))))
+            block(builder.mul(nfull, eight), mask, r)
+        return context.get_dummy_value()
+
+    return types.none(dst, i64, src, i64, poff, i64), codegen
+
+
+@intrinsic
+def add_block(typingctx, a, q, src, o, cnt, skip):
+    """``a[q + l] += src[o + l]`` for the ``PLANES`` planes ``l`` (one element of each, side
+    by side: :func:`interleave_planes`), one vector operation; with ``skip`` not None a NaN
+    adds +0.0 instead and ``cnt[l]`` (int32) counts the numbers. ``a`` and ``src``: float32
+    or float64, the same dtype. The caller keeps every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(a, types.Array) and isinstance(src, types.Array)
+            and a.dtype == src.dtype and a.dtype in (types.float32, types.float64)
+            and isinstance(cnt, types.Array) and cnt.dtype == types.int32):
+        return None
+    skip_on = not isinstance(skip, types.NoneType)
+
+    def codegen(context, builder, signature, args):
+        adata, sdata, cdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 2, 4))
+        elem = context.get_data_type(signature.args[0].dtype)
+        vec = ir.VectorType(elem, PLANES)
+        size = elem.get_abi_size(context.target_data)
+        sptr = builder.bitcast(builder.gep(sdata, [args[3]]), vec.as_pointer())
+        v = builder.load(sptr, align=size)
+        if skip_on:
+            i32 = ir.IntType(32)
+            ok = builder.fcmp_ordered("ord", v, v)
+            v = builder.select(ok, v, ir.Constant(vec, None))
+            cvec = ir.VectorType(i32, PLANES)
+            cptr = builder.bitcast(cdata, cvec.as_pointer())
+            builder.store(builder.add(builder.load(cptr, align=4), builder.zext(ok, cvec)), cptr,
+                          align=4)
+        aptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
+        builder.store(builder.fadd(builder.load(aptr, align=size), v), aptr, align=size)
+        return context.get_dummy_value()
+
+    return types.none(a, i64, src, i64, cnt, skip), codegen
