@@ -70,13 +70,22 @@ _NUMPY = frozenset(np.dtype(str(t)) for t in _ACC)
 
 
 def _decode(builder, v, dtype, acc_ty):
-    """A vector of stored elements to the accumulation type (the codecs of ``access``)."""
-    if dtype == types.int16:  # bfloat16: the bits are the top half of a float32
-        w = builder.zext(v, ir.VectorType(ir.IntType(32), _LANES))
-        w = builder.shl(w, ir.Constant(w.type, [16] * _LANES))
-        return builder.bitcast(w, acc_ty)
-    if dtype == types.uint16:  # float16: fpext half (vcvtph2ps), exact
-        return builder.fpext(builder.bitcast(v, ir.VectorType(ir.HalfType(), _LANES)), acc_ty)
+    """Stored elements (a scalar or a vector) to the accumulation type ``acc_ty`` (the codecs of
+    ``access``): bfloat16 by a shift (its bits are the top half of a float32), float16 by
+    ``fpext half`` (``vcvtph2ps``, exact), float32 and float64 as they are."""
+    count = acc_ty.count if isinstance(acc_ty, ir.VectorType) else None
+
+    def like(t):
+        return t if count is None else ir.VectorType(t, count)
+
+    def const(t, c):
+        return ir.Constant(t, c if count is None else [c] * count)
+
+    if dtype == types.int16:
+        w = builder.zext(v, like(ir.IntType(32)))
+        return builder.bitcast(builder.shl(w, const(w.type, 16)), acc_ty)
+    if dtype == types.uint16:
+        return builder.fpext(builder.bitcast(v, like(ir.HalfType())), acc_ty)
     return v
 
 
@@ -213,6 +222,19 @@ def _count(builder, ok):
     return builder.zext(bits, ir.IntType(64))
 
 
+def _accumulate(builder, run, off, mask, acc, cnt):
+    """``*acc += decode(run[off:off + 32])`` (lanes outside ``mask`` read nothing and add +0.0);
+    with ``cnt`` (a pointer), NaN adds +0.0 too and ``*cnt`` counts the numbers."""
+    v = run.load(off, mask)
+    acc_ty = acc.type.pointee
+    d = _decode(builder, v, run.dtype, acc_ty)
+    if cnt is not None:
+        ok = run.numbers(v, mask)
+        d = builder.select(ok, d, ir.Constant(acc_ty, None))
+        builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
+    builder.store(builder.fadd(builder.load(acc), d), acc)
+
+
 def _halve(builder, s):
     """Lane 0 after the halving steps of the 32 lanes ``s``: lane i += lane i + h for h = 16,
     8, 4, 2, 1."""
@@ -244,20 +266,13 @@ def run_sum(typingctx, src, b, n, skip):
     def codegen(context, builder, signature, args):
         run = _Run(context, builder, signature.args[0], args[0], args[1])
         acc_ty = ir.VectorType(context.get_value_type(acc_nb), _LANES)
-        zero = ir.Constant(acc_ty, None)
-        acc = cgutils.alloca_once_value(builder, zero)
+        acc = cgutils.alloca_once_value(builder, ir.Constant(acc_ty, None))
         cnt = cgutils.alloca_once_value(builder, args[2] if not skip_on else
                                         ir.Constant(ir.IntType(64), 0))
 
         # acc += decode(block); the tail's other lanes read nothing and add +0.0
         def block(off, mask):
-            v = run.load(off, mask)
-            d = _decode(builder, v, run.dtype, acc_ty)
-            if skip_on:
-                ok = run.numbers(v, mask)
-                d = builder.select(ok, d, zero)
-                builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
-            builder.store(builder.fadd(builder.load(acc), d), acc)
+            _accumulate(builder, run, off, mask, acc, cnt if skip_on else None)
 
         width = 64 // run.size  # (16-bit runs: one register of 32 lanes, one masked load)
         tail = None if width >= _LANES else lambda off, r: _tail(
@@ -492,8 +507,7 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
         word = ir.IntType(64)
         run = _Run(context, builder, signature.args[0], args[0], ir.Constant(word, 0))
         acc_ty = ir.VectorType(context.get_value_type(acc_nb), _LANES)
-        zero = ir.Constant(acc_ty, None)
-        acc = cgutils.alloca_once_value(builder, zero)
+        acc = cgutils.alloca_once_value(builder, ir.Constant(acc_ty, None))
         cnt = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
         k = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
         j = cgutils.alloca_once(builder, word)
@@ -505,13 +519,7 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
             bits = builder.shl(builder.sub(builder.shl(one, m), one), L)  # (m may be 32)
             mask = builder.bitcast(builder.trunc(bits, ir.IntType(_LANES)),
                                    ir.VectorType(ir.IntType(1), _LANES))
-            v = run.load(builder.sub(at, L), mask)
-            d = _decode(builder, v, run.dtype, acc_ty)
-            if skip_on:
-                ok = run.numbers(v, mask)
-                d = builder.select(ok, d, zero)
-                builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
-            builder.store(builder.fadd(builder.load(acc), d), acc)
+            _accumulate(builder, run, builder.sub(at, L), mask, acc, cnt if skip_on else None)
 
         short = builder.icmp_signed("<=", nw, full)
         with cgutils.for_range(builder, nd) as ld:
@@ -553,23 +561,6 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
         return context.make_tuple(builder, signature.return_type, [total, n])
 
     return sig, codegen
-
-
-def _decode_to(builder, v, dtype, acc_ty):
-    """A value (scalar or vector) of stored elements to ``acc_ty`` (bfloat16 by a shift,
-    float16 by ``fpext half``, float32 and float64 as they are)."""
-    if dtype == types.int16:
-        wide = (ir.VectorType(ir.IntType(32), acc_ty.count) if isinstance(acc_ty, ir.VectorType)
-                else ir.IntType(32))
-        w = builder.zext(v, wide)
-        w = builder.shl(w, ir.Constant(wide, 16) if not isinstance(wide, ir.VectorType)
-                        else ir.Constant(wide, [16] * wide.count))
-        return builder.bitcast(w, acc_ty)
-    if dtype == types.uint16:
-        half = (ir.VectorType(ir.HalfType(), acc_ty.count) if isinstance(acc_ty, ir.VectorType)
-                else ir.HalfType())
-        return builder.fpext(builder.bitcast(v, half), acc_ty)
-    return v
 
 
 def _transpose(builder, rows):
@@ -627,7 +618,7 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
                 ptr = builder.bitcast(builder.gep(rows[l], [i]), svec.as_pointer())
                 v = (builder.load(ptr, align=ssize) if mask is None
                      else _masked(builder, "load", svec, ptr, ssize, mask))
-                vs.append(_decode_to(builder, v, signature.args[2].dtype, avec))
+                vs.append(_decode(builder, v, signature.args[2].dtype, avec))
             cols = _transpose(builder, vs)
             for j, col in enumerate(cols):
                 at_j = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), eight))
