@@ -190,13 +190,14 @@ def test_planes_interleaved(dtype):
 @pytest.mark.parametrize("skip", [None, True], ids=["plain", "skipna"])
 def test_block_added_side_by_side(dtype, skip):
     """``add_block`` adds 8 consecutive elements into 8 consecutive slots (NaN as +0.0,
-    counted out, with skipna), and touches no other slot or count."""
+    counted out in the counts beside the slots, with skipna), and touches no other slot or
+    count."""
     rng = np.random.default_rng(6)
     src = rng.standard_normal(40).astype(dtype)
     src[rng.random(src.size) < 0.3] = np.nan
     for o in (0, 5, 32):
         a = rng.standard_normal(3 * PLANES).astype(dtype)
-        cnt = np.arange(PLANES + 2, dtype=np.int32)
+        cnt = np.arange(2 * PLANES + 2, dtype=np.int32)
         want_a, want_cnt = a.copy(), cnt.copy()
         v = src[o : o + PLANES]
         q = PLANES
@@ -205,7 +206,7 @@ def test_block_added_side_by_side(dtype, skip):
         else:
             ok = ~np.isnan(v)
             want_a[q : q + PLANES] += np.where(ok, v, 0)
-            want_cnt[:PLANES] += ok
+            want_cnt[q : q + PLANES] += ok
         _add_block(a, q, src, o, cnt, skip)
         assert a.tobytes() == want_a.tobytes()
         np.testing.assert_array_equal(cnt, want_cnt)
@@ -215,14 +216,15 @@ def test_block_added_side_by_side(dtype, skip):
 @pytest.mark.parametrize("skip", [None, True], ids=["plain", "skipna"])
 def test_planes_added_side_by_side(dtype, skip):
     """``add_planes`` adds one element of each of the ``PLANES`` planes into its own slot
-    (NaN as +0.0, counted out, with skipna), and touches no other slot or count."""
+    (NaN as +0.0, counted out in the counts beside the slots, with skipna), and touches no
+    other slot or count."""
     rng = np.random.default_rng(5)
     src = rng.standard_normal(500).astype(dtype)
     src[rng.random(src.size) < 0.3] = np.nan
     for o in (0, 17, 100):
         poff = rng.integers(0, 400 - o, PLANES).astype(np.int64)
         a = rng.standard_normal(3 * PLANES).astype(dtype)
-        cnt = np.arange(PLANES + 2, dtype=np.int32)
+        cnt = np.arange(2 * PLANES + 2, dtype=np.int32)
         want_a, want_cnt = a.copy(), cnt.copy()
         v = src[o + poff]
         q = PLANES
@@ -230,7 +232,7 @@ def test_planes_added_side_by_side(dtype, skip):
             want_a[q : q + PLANES] += v
         else:
             want_a[q : q + PLANES] += np.where(np.isnan(v), 0.0, v).astype(dtype)
-            want_cnt[:PLANES] += ~np.isnan(v)
+            want_cnt[q : q + PLANES] += ~np.isnan(v)
         _add_planes(a, q, src, o, poff, cnt, skip)
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(cnt, want_cnt)

@@ -596,8 +596,9 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     we = tab[ew : ew + OW]
     a = scratch(x, SUM_LANES * LANES)
     # int32 counts (the backend sends windows of 2**31 elements or more elsewhere): one
-    # vector of 8 beside the 8 sums, where int64 took two
-    cnt = np.empty(LANES, np.int32)
+    # vector of 8 beside the 8 sums, where int64 took two; a row of them per lane, like the
+    # sums, so that no addition waits on the last one's count (one row: 2x the plain time)
+    cnt = np.empty(SUM_LANES * LANES, np.int32)
     poff = np.empty(LANES, np.int64)
     band = scratch(x, 0)
     # copies of unit-stride rows are interleaved (the 8 planes' elements side by side)
@@ -652,7 +653,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
             vol = vdh * (w1 - w0)
             _zero(a, min(vol, SUM_LANES) * LANES)
             if skip is not None:
-                _zero(cnt, LANES)
+                _zero(cnt, min(vol, SUM_LANES) * LANES)
             k = 0
             for d in range(e0, e1):
                 for h in range(f0, f1):
@@ -665,6 +666,8 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
                             add_planes(a, q, bx, b + w * bw, poff, cnt, skip)
                         k += 1
             _combine(a, LANES, vol)
+            if skip is not None:
+                _combine(cnt, LANES, vol)
             for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
                 t = _mean(x, a[p], cnt[p] if skip is not None else vol)
                 put(y, yb + p * yc + ow * yw, t)

@@ -384,7 +384,8 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     """``a[q + l] += src[o + poff[l]]`` for the ``PLANES`` planes ``l``: one element of each,
     gathered into one vector, added by one vector operation (Numba's LLVM has no SLP
     vectoriser, so the scalar loop is 8 scalar read-modify-writes). With ``skip`` not None, a
-    NaN adds +0.0 instead and ``cnt[l]`` (int32) counts the numbers.
+    NaN adds +0.0 instead and ``cnt[q + l]`` (int32) counts the numbers: counts beside the
+    sums, so that consecutive additions do not all wait on one count's store.
 
     ``a`` and ``src``: float32 or float64, the same dtype; ``poff``: int64. The caller keeps
     every index inside its array."""
@@ -412,7 +413,7 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
             ok = builder.fcmp_ordered("ord", v, v)
             v = builder.select(ok, v, ir.Constant(vec, None))
             cvec = ir.VectorType(i32, PLANES)
-            cptr = builder.bitcast(cdata, cvec.as_pointer())
+            cptr = builder.bitcast(builder.gep(cdata, [args[1]]), cvec.as_pointer())
             c = builder.load(cptr, align=4)
             builder.store(builder.add(c, builder.zext(ok, cvec)), cptr, align=4)
         size = elem.get_abi_size(context.target_data)
@@ -647,7 +648,7 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
 def add_block(typingctx, a, q, src, o, cnt, skip):
     """``a[q + l] += src[o + l]`` for the ``PLANES`` planes ``l`` (one element of each, side
     by side: :func:`interleave_planes`), one vector operation; with ``skip`` not None a NaN
-    adds +0.0 instead and ``cnt[l]`` (int32) counts the numbers. ``a`` and ``src``: float32
+    adds +0.0 instead and ``cnt[q + l]`` (int32) counts the numbers (as :func:`add_planes`). ``a`` and ``src``: float32
     or float64, the same dtype. The caller keeps every index inside its array."""
     i64 = types.int64
     if not (isinstance(a, types.Array) and isinstance(src, types.Array)
@@ -669,7 +670,7 @@ def add_block(typingctx, a, q, src, o, cnt, skip):
             ok = builder.fcmp_ordered("ord", v, v)
             v = builder.select(ok, v, ir.Constant(vec, None))
             cvec = ir.VectorType(i32, PLANES)
-            cptr = builder.bitcast(cdata, cvec.as_pointer())
+            cptr = builder.bitcast(builder.gep(cdata, [args[1]]), cvec.as_pointer())
             builder.store(builder.add(builder.load(cptr, align=4), builder.zext(ok, cvec)), cptr,
                           align=4)
         aptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
