@@ -311,6 +311,17 @@ def _mean(x, s, n):
     return s / acc(x, n)
 
 
+@numba.njit(inline="always")
+def _contiguous_end(xg, dims):
+    """Where a C-contiguous input ends (the end of a prefetched stream over it), else 0."""
+    N, C, D, H, W, _, _, _ = dims
+    x0, xn, xc, xd, xh, xw = xg
+    P = D * H * W
+    c_order = ((W == 1 or xw == 1) and (H == 1 or xh == W) and (D == 1 or xd == H * W)
+               and (C == 1 or xc == P) and (N == 1 or xn == C * P))
+    return x0 + N * C * P if c_order else 0
+
+
 def _rows_in_place(x):  # pragma: no cover - typing stub
     raise NotImplementedError
 
@@ -366,11 +377,7 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     band = scratch(x, 0)
     in_place = _rows_in_place(x) and xw == 1
     # a C-contiguous input is read in memory order: prefetched as one stream
-    x0, xn = xg[0], xg[1]
-    P = D * H * W
-    contiguous = ((H == 1 or xh == W) and (D == 1 or xd == H * W) and (C == 1 or xc == P)
-                  and (N == 1 or xn == C * P))
-    end = x0 + N * C * P if in_place and contiguous else 0
+    end = _contiguous_end(xg, dims) if in_place else 0
     pf = 0
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
@@ -603,12 +610,9 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     band = scratch(x, 0)
     # copies of unit-stride rows are interleaved (the 8 planes' elements side by side)
     inter = _rows_in_place(x) and xw == 1
-    x0, xn = xg[0], xg[1]
-    P = D * H * W
     # inputs of a few MiB, likely in the cache already, are not prefetched
-    end = x0 + N * C * P if (xw == 1 and (H == 1 or xh == W) and (D == 1 or xd == H * W)
-                             and (C == 1 or xc == P) and (N == 1 or xn == C * P)
-                             and N * C * P * x.itemsize > _PREFETCHED_INPUT) else 0
+    big = N * C * D * H * W * x.itemsize > _PREFETCHED_INPUT
+    end = _contiguous_end(xg, dims) if big else 0
     pf = 0
     last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
