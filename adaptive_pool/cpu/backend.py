@@ -359,8 +359,10 @@ class CpuBackend:
         sizes, not the tables."""
         n, c, d, h, w, od, oh, ow = dims
         itemsize = storage.itemsize
-        # runs summed straight from 16-bit storage need no decoded copy of the window
-        in_place = not skipna and vector_runs(storage)
+        # rows and runs summed straight from storage (16-bit ones decoded in registers); the
+        # runs order's 16-bit runs need no decoded copy of the window then
+        rows_in_place = vector_runs(storage)
+        in_place = not skipna and rows_in_place
         # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
         longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
@@ -382,7 +384,7 @@ class CpuBackend:
         ):
             return "runs"
         if (
-            vector_runs(storage) and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
+            rows_in_place and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
             and _longest(w, ow) <= kernels.SUM_LANES
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)

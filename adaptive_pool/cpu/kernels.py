@@ -313,13 +313,10 @@ def _mean(x, s, n):
 
 @numba.njit(inline="always")
 def _contiguous_end(xg, dims):
-    """Where a C-contiguous input ends (the end of a prefetched stream over it), else 0."""
+    """Where a C-contiguous input ends (the end of a prefetched stream over it), else 0: the
+    :func:`_stream` of its rows."""
     N, C, D, H, W, _, _, _ = dims
-    x0, xn, xc, xd, xh, xw = xg
-    P = D * H * W
-    c_order = ((W == 1 or xw == 1) and (H == 1 or xh == W) and (D == 1 or xd == H * W)
-               and (C == 1 or xc == P) and (N == 1 or xn == C * P))
-    return x0 + N * C * P if c_order else 0
+    return _stream(xg, (N, C, D, H, W, D, H, W), W, 0, N * C * D * H, True)[2]
 
 
 def _rows_in_place(x):  # pragma: no cover - typing stub
@@ -575,6 +572,14 @@ _PREFETCHED_INPUT = 1 << 22
 
 
 @numba.njit(inline="always")
+def _plane_offsets(poff, nl, stride):
+    """``poff[l]``: plane l's offset, ``stride`` apart; a last block of fewer than ``LANES``
+    planes repeats its last plane."""
+    for l in range(LANES):
+        poff[l] = min(l, nl - 1) * stride
+
+
+@numba.njit(inline="always")
 def _interleave_band(x, xb, nl, xd, xh, d0, d1, h0, h1, W, band, poff):
     """Copy the band ``d0:d1, h0:h1`` of 8 planes of unit-stride rows (plane l at ``xb +
     poff[l]``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
@@ -633,8 +638,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         if side:
             if whole and ndec > 0:  # the next block's planes are read next: fetched now
                 pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * LANES * xc, end)
-            for l in range(LANES):  # a last block of fewer planes repeats its last plane
-                poff[l] = min(l, nl - 1) * xc
+            _plane_offsets(poff, nl, xc)
             bx, bb, bd, bh, bw = _interleave_band(
                 x, xb, ndec, xd, xh, bd0, bd1, bh0, bh1, W, band, poff
             )
@@ -648,8 +652,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
                 bx, bb, bc, bd, bh, bw, e0, _, f0, _ = _band(
                     x, xb, xc, ndec, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
                 )
-            for l in range(LANES):
-                poff[l] = min(l, nl - 1) * bc
+            _plane_offsets(poff, nl, bc)
         # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
         e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
         for ow in range(OW):
@@ -690,9 +693,10 @@ def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     reads those in place, gathering). Unit-stride rows are copied side by side
     (:func:`_interleave_band`: element i of plane l at ``8 i + l``), so that an addition is one
     vector load (``add_block``) where gathering one element of each plane (``add_planes``)
-    was half the time; other strides one plane after the other (:func:`_decode_band`). Copied, the 8 planes are read from
-    memory one after the other, then side by side from cache: reading them side by side from
-    memory took 2-2.8x as long in float32 and up to 2.2x in float64 (Zen 5)."""
+    was half the time; other strides one plane after the other (:func:`_decode_band`).
+    Copied, the 8 planes are read from memory one after the other, then side by side from
+    cache: reading them side by side from memory took 2-2.8x as long in float32 and up to 2.2x
+    in float64 (Zen 5)."""
     for ch in prange(nchunk):
         call(_avg_lanewise_chunk, at, (
             np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk
