@@ -120,6 +120,30 @@ def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_runs_and_rows_at_the_arrays_edges(dtype):
+    """Runs that are the whole array and windows whose rows start at its first element and end
+    at its last: where a 32-lane block would reach past the array, the loads stay masked (16-bit
+    lanes without AVX-512 read whole vectors only inside the array)."""
+    rng = np.random.default_rng(13)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    for n in LENGTHS:
+        x = rng.standard_normal(n).astype(np.float32)
+        x[rng.random(n) < 0.3] = np.nan
+        x = x.astype(dtype)
+        plain, skip = _sums(x.view(STORAGE[x.dtype]), 0, n)
+        run = x.astype(acc)
+        assert np.array(plain[0], acc).tobytes() == np.array(lane_sum(run, acc), acc).tobytes()
+        assert np.array(skip[0], acc).tobytes() == np.array(
+            lane_sum(run, acc, skipna=True), acc).tobytes()
+        assert skip[1] == _count(x.view(STORAGE[x.dtype]), 0, n) == (~np.isnan(run)).sum()
+    for nh, nw in [(3, 5), (8, 8), (2, 30), (3, 33)]:
+        x = rng.standard_normal(nh * nw).astype(dtype)  # rows back to back: the whole array
+        plain, _ = _rows(x.view(STORAGE[x.dtype]), 0, nw, nh, nw, 1, 0)
+        want = lane_sum(x.astype(acc), acc)
+        assert np.array(plain[0], acc).tobytes() == np.array(want, acc).tobytes(), (nh, nw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("nan_share", [0.0, 0.3])
 def test_window_of_rows_summed_in_lane_order(dtype, nan_share):
     """``rows_sum`` over ``nd x nh`` rows of ``nw``, rows from any lane (wrapping or not, rows

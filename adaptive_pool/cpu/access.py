@@ -40,19 +40,24 @@ from numba.extending import intrinsic, overload
 from ..dtypes import _bitcast, bf16_decode, bf16_encode, f16_decode, f16_encode
 
 
-def _native_half() -> bool:
-    """Whether numba's CPU target converts float16 in hardware (x86-64 with F16C)."""
+def _x86_feature(name: str) -> bool:
+    """Whether numba's CPU target is x86-64 with instruction set extension ``name``."""
     try:
         from numba.core.registry import cpu_target  # noqa: PLC0415
 
         triple, _, features = cpu_target.target_context.codegen().magic_tuple()
-    except Exception:  # noqa: BLE001 - an unknown target: the integer codec is always right
+    except Exception:  # noqa: BLE001 - an unknown target: the portable code is always right
         return False
-    return triple.startswith("x86_64") and "+f16c" in features.split(",")
+    return triple.startswith("x86_64") and f"+{name}" in features.split(",")
 
 
 #: float16 conversions by LLVM's ``half`` type (F16C instructions) instead of integer codecs.
-NATIVE_HALF = _native_half()
+NATIVE_HALF = _x86_feature("f16c")
+
+#: Masked loads of 16-bit elements in hardware (AVX-512BW); elsewhere LLVM expands them into a
+#: branch and a scalar load per lane, so ``lanes`` reads whole vectors where they are inside
+#: the array and keeps the masked load for the array's edges.
+NATIVE_MASKS = _x86_feature("avx512bw")
 
 
 @intrinsic

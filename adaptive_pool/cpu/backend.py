@@ -13,6 +13,7 @@ from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import baseline, calls, kernels, tiers
+from .access import NATIVE_MASKS
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -384,7 +385,7 @@ class CpuBackend:
         ):
             return "runs"
         if (
-            rows_in_place and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
+            NATIVE_MASKS and rows_in_place and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
             and _longest(w, ow) <= kernels.SUM_LANES
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)
@@ -738,6 +739,9 @@ _ROWWISE_WIDTH = 16
 #: (21) 0.23 / 0.56, 56x56 -> 7x7 32x256 planes 3.4 / 5.2-5.7; rows of 4 (64x64 -> 16x16) 1.4 /
 #: 1.0 and of 7 (28x28 -> 4x4, 14x14 -> 2x2) 0.59-0.74 / 0.53-0.54 stay 8 planes wide. Rows
 #: longer than 32 (224x224 -> 6x6, 37: 5.0-5.3 / 3.1 row by row) loop over their segments.
+#: Only with AVX-512 (:data:`~adaptive_pool.cpu.access.NATIVE_MASKS`): with AVX2 a 32-lane
+#: masked load is four (eight for float64) and the order took 2-2.5x the time of 8 planes side
+#: by side on Zen 3 (56x56 -> 7x7 float32 18.3 / 8.3 ms, 64x64 -> 5x5 2.1 / 1.0).
 _ROWS_WIDTH = 8
 
 #: Average windows along rows of unit stride (1-D problems) at least this wide on average are
