@@ -764,8 +764,11 @@ _LANEWISE_WINDOW = 512
 #: order with 3 to 7 planes (the other lanes compute copies): a window of the direct order is
 #: summed on its own, about 30 ns for 16 elements (Zen 5), so 3-7 planes of such windows ran
 #: 1.1-2.6x faster 8 planes wide (9x10 -> 4x3 to 28x28 -> 5x5, bounds 20 to 49), windows of
-#: 56 or 64 elements 1.3-1.8x slower; 2 planes gained nothing in 32 or 64 bits.
-_FEW_PLANES_WINDOW = 49
+#: 56 or 64 elements 1.3-1.8x slower; 2 planes gained nothing in 32 or 64 bits. Without
+#: AVX-512 (each row of the direct order four or eight masked loads, Zen 3) 8 planes wide
+#: ran 1.4-1.7x faster up to 80 (5x9x10 -> 2x4x3 float32 21 -> 12 us, bfloat16 56x56 -> 7x7
+#: 39 -> 28), as fast at 81 (64x64 -> 8x8) and 3.6x slower at 289 (112x112 -> 7x7).
+_FEW_PLANES_WINDOW = 49 if NATIVE_MASKS else 81
 
 #: Elements of a window's band up to which the average forward's direct order decodes
 #: 16-bit input before summing it (1.1-1.2x on 56x56 -> 7x7); the lane order always does.

@@ -104,22 +104,20 @@ def _numbers(builder, v, dtype):
 
 
 def _blocks(builder, n, block, tail=None):
-    """``block(offset, mask)`` for every whole block of 32 elements of a run of ``n`` (``mask``
-    None), then for its last ``n % 32`` elements if any (``mask``: their lanes), or
-    ``tail(offset, count)`` for them."""
+    """``block(offset, mask, count)`` for every whole block of 32 elements of a run of ``n``
+    (``mask`` and ``count`` None), then for its last ``count = n % 32`` elements if any
+    (``mask``: their lanes), or ``tail(offset, count)`` for them."""
     i64 = ir.IntType(64)
     nfull = builder.lshr(n, ir.Constant(i64, 5))
     with cgutils.for_range(builder, nfull) as loop:
-        block(builder.shl(loop.index, ir.Constant(i64, 5)), None)
+        block(builder.shl(loop.index, ir.Constant(i64, 5)), None, None)
     r = builder.and_(n, ir.Constant(i64, _LANES - 1))
     with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(i64, 0))):
+        off = builder.shl(nfull, ir.Constant(i64, 5))
         if tail is not None:
-            tail(builder.shl(nfull, ir.Constant(i64, 5)), r)
-            return
-        i32v = ir.VectorType(ir.IntType(32), _LANES)
-        rv = _splat(builder, i32v, builder.trunc(r, ir.IntType(32)))
-        block(builder.shl(nfull, ir.Constant(i64, 5)),
-              builder.icmp_unsigned("<", ir.Constant(i32v, list(range(_LANES))), rv))
+            tail(off, r)
+        else:
+            block(off, _lane_range(builder, ir.Constant(i64, 0), r), r)
 
 
 def _tail(builder, run, acc, cnt, off, r, width):
@@ -199,11 +197,11 @@ class _Run:
         builder = self.builder
         if mask is None:
             return builder.load(self._ptr(off), align=self.size)
-        if self.size != 2 or NATIVE_MASKS:
+        if NATIVE_MASKS:
             return _masked(builder, "load", self.vec, self._ptr(off), self.size, mask)
-        # 16-bit lanes without AVX-512BW: a whole load where all 32 lie inside the array (LLVM
-        # would expand the masked load into a branch per lane: 2.5x the time of a 1-D bfloat16
-        # average on Zen 3), the masked load at its edges
+        # without AVX-512: a whole load where all 32 lanes lie inside the array (LLVM expands
+        # a masked load of 16-bit lanes into a branch per lane: 2.5x the time of a 1-D
+        # bfloat16 average on Zen 3), the masked load at its edges
         start = builder.add(self.b, off)
         inside = builder.and_(
             builder.icmp_signed(">=", start, ir.Constant(start.type, 0)),
@@ -222,11 +220,23 @@ class _Run:
         v.add_incoming(v_edge, at_edge)
         return v
 
-    def store(self, off, mask, value):
+    def store(self, off, mask, value, count=None):
+        """``value``'s lanes in ``mask`` stored (all of them where ``mask`` is None); ``count``:
+        ``mask`` is the first ``count`` lanes."""
+        builder = self.builder
         if mask is None:
-            self.builder.store(value, self._ptr(off), align=self.size)
+            builder.store(value, self._ptr(off), align=self.size)
+        elif count is None or NATIVE_MASKS:
+            _masked(builder, "store", self.vec, self._ptr(off), self.size, mask, value)
         else:
-            _masked(self.builder, "store", self.vec, self._ptr(off), self.size, mask, value)
+            # without AVX-512 a masked store is microcoded (32 and 64 bits) or a branch per
+            # lane (16 bits): the first lanes copied from a stack slot one by one instead
+            slot = cgutils.alloca_once(builder, self.vec)
+            builder.store(value, slot)
+            lanes = builder.bitcast(slot, self.vec.element.as_pointer())
+            with cgutils.for_range(builder, count) as loop:
+                e = builder.load(builder.gep(lanes, [loop.index]))
+                builder.store(e, builder.gep(self.base, [builder.add(off, loop.index)]))
 
     def numbers(self, v, mask):
         ok = _numbers(self.builder, v, self.dtype)
@@ -305,7 +315,7 @@ def run_sum(typingctx, src, b, n, skip):
                                         ir.Constant(ir.IntType(64), 0))
 
         # acc += decode(block); the tail's other lanes read nothing and add +0.0
-        def block(off, mask):
+        def block(off, mask, _):
             _accumulate(builder, run, off, mask, acc, cnt if skip_on else None)
 
         width = 64 // run.size  # (16-bit runs: one register of 32 lanes, one masked load)
@@ -334,7 +344,7 @@ def run_count(typingctx, src, b, n):
         run = _Run(context, builder, signature.args[0], args[0], args[1])
         cnt = cgutils.alloca_once_value(builder, ir.Constant(ir.IntType(64), 0))
 
-        def block(off, mask):
+        def block(off, mask, _):
             ok = run.numbers(run.load(off, mask), mask)
             builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
 
@@ -348,7 +358,7 @@ def run_count(typingctx, src, b, n):
 def run_fill(typingctx, dst, db, src, sb, n, share, other):
     """``dst[db + i] = share if src[sb + i] is not NaN else other`` for ``i < n``; with
     ``share`` None, ``dst`` keeps its elements where ``src`` is a number (a masked store of the
-    NaN positions only). ``share`` and ``other``: stored elements of ``dst``'s dtype (any
+    NaN positions only, or with AVX2 the run rewritten: no other thread may write it). ``share`` and ``other``: stored elements of ``dst``'s dtype (any
     storage dtypes; 16-bit patterns tested as integers). The caller keeps both runs inside
     their arrays."""
     if not (_storage(dst) and _storage(src)):
@@ -363,13 +373,15 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
         other = _splat(builder, out.vec, args[6])
         share = None if keep else _splat(builder, out.vec, args[5])
 
-        def block(off, mask):
+        def block(off, mask, count):
             ok = run.numbers(run.load(off, mask), None)
-            if keep:
+            if keep and NATIVE_MASKS:
                 nan = builder.not_(ok)
                 out.store(off, nan if mask is None else builder.and_(nan, mask), other)
+            elif keep:  # the run rewritten (the caller's own elements): see _Run.store
+                out.store(off, mask, builder.select(ok, out.load(off, mask), other), count)
             else:
-                out.store(off, mask, builder.select(ok, share, other))
+                out.store(off, mask, builder.select(ok, share, other), count)
 
         _blocks(builder, args[4], block)
         return context.get_dummy_value()
@@ -394,13 +406,13 @@ def add_numbers(typingctx, col, src, b, n, rows, step):
         run = _Run(context, builder, signature.args[1], args[1], args[2])
         total = cgutils.alloca_once(builder, out.vec)
 
-        def block(off, mask):
+        def block(off, mask, count):
             builder.store(out.load(off, mask), total)
             with cgutils.for_range(builder, args[4]) as loop:
                 o = builder.add(off, builder.mul(loop.index, args[5]))
                 ok = builder.zext(run.numbers(run.load(o, mask), mask), out.vec)
                 builder.store(builder.add(builder.load(total), ok), total)
-            out.store(off, mask, builder.load(total))
+            out.store(off, mask, builder.load(total), count)
 
         _blocks(builder, args[3], block)
         return context.get_dummy_value()
@@ -478,7 +490,7 @@ def number_bits(typingctx, out, o, src, b, n):
         word = ir.IntType(64)
         bits = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
 
-        def block(off, mask):
+        def block(off, mask, _):
             ok = builder.bitcast(run.numbers(run.load(off, mask), mask), ir.IntType(_LANES))
             part = builder.shl(builder.zext(ok, word), off)
             builder.store(builder.or_(builder.load(bits), part), bits)
