@@ -87,6 +87,19 @@ def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, knobs):
         knobs(_FORCE_ORDER=None)
 
 
+@pytest.mark.parametrize("streamed", [None, 0], ids=["in-place", "copied"])
+def test_float64_planes_read_in_place_or_copied_whole(streamed, knobs):
+    """The 8-plane order reads large float64 planes in place, or copies them whole where the
+    input comes from memory (``_STREAMED_INPUT``, forced to 0 here): the same bits."""
+    x = rand((2, 9, 20, 20), np.float64, seed=5)
+    x[0, 3, 4:9, 2:6] = np.nan
+    want = bits(ref.avg_pool_in_order(x, (3, 5), 2))
+    knobs(_FORCE_ORDER="lanewise")
+    if streamed is not None:
+        knobs(_STREAMED_INPUT=streamed)
+    np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(x, (3, 5))), want)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_every_window_size_1_to_100(dtype, knobs):
     """1-D windows of every size from 1 to 100 elements, in each order that can take them."""
