@@ -54,9 +54,10 @@ def _x86_feature(name: str) -> bool:
 #: float16 conversions by LLVM's ``half`` type (F16C instructions) instead of integer codecs.
 NATIVE_HALF = _x86_feature("f16c")
 
-#: Masked loads of 16-bit elements in hardware (AVX-512BW); elsewhere LLVM expands them into a
-#: branch and a scalar load per lane, so ``lanes`` reads whole vectors where they are inside
-#: the array and keeps the masked load for the array's edges.
+#: Masked loads and stores of every element size in hardware (AVX-512BW). Elsewhere LLVM
+#: expands 16-bit ones into a branch per lane and 32/64-bit ones are slow ``vmaskmov``, so
+#: ``lanes`` reads whole vectors inside the array (masked only at its edges) and stores tails
+#: lane by lane, and the backend's order choice keeps away from row-by-row masked loads.
 NATIVE_MASKS = _x86_feature("avx512bw")
 
 

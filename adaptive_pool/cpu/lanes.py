@@ -170,7 +170,8 @@ def _lane_range(builder, lo, hi):
     i32 = ir.IntType(32)
     iota = ir.Constant(ir.VectorType(i32, _LANES), list(range(_LANES)))
     lo, hi = (_splat(builder, iota.type, builder.trunc(v, i32)) for v in (lo, hi))
-    return builder.and_(builder.icmp_unsigned(">=", iota, lo), builder.icmp_unsigned("<", iota, hi))
+    return builder.and_(builder.icmp_unsigned(">=", iota, lo),
+                        builder.icmp_unsigned("<", iota, hi))
 
 
 def _data(context, builder, aryty, ary):
@@ -359,9 +360,9 @@ def run_count(typingctx, src, b, n):
 def run_fill(typingctx, dst, db, src, sb, n, share, other):
     """``dst[db + i] = share if src[sb + i] is not NaN else other`` for ``i < n``; with
     ``share`` None, ``dst`` keeps its elements where ``src`` is a number (a masked store of the
-    NaN positions only, or with AVX2 the run rewritten: no other thread may write it). ``share`` and ``other``: stored elements of ``dst``'s dtype (any
-    storage dtypes; 16-bit patterns tested as integers). The caller keeps both runs inside
-    their arrays."""
+    NaN positions only, or without AVX-512 the run rewritten: no other thread may write it).
+    ``share`` and ``other``: stored elements of ``dst``'s dtype (any storage dtypes; 16-bit
+    patterns tested as integers). The caller keeps both runs inside their arrays."""
     if not (_storage(dst) and _storage(src)):
         return None
     keep = isinstance(share, types.NoneType)
