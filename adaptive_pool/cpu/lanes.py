@@ -117,7 +117,7 @@ def _blocks(builder, n, block, tail=None):
         if tail is not None:
             tail(off, r)
         else:
-            block(off, _lane_range(builder, ir.Constant(i64, 0), r), r)
+            block(off, _lane_range(builder, None, r), r)
 
 
 def _tail(builder, run, acc, cnt, off, r, width):
@@ -126,15 +126,13 @@ def _tail(builder, run, acc, cnt, off, r, width):
     register of lanes at a time, the last one masked; ``cnt`` (a pointer, or None) counts the
     numbers. As one 32-lane masked load, a float64 tail reaching the third register took
     1.7-2x as long as a whole block (Zen 5)."""
-    i64, i32 = ir.IntType(64), ir.IntType(32)
+    i64 = ir.IntType(64)
     part = ir.VectorType(run.vec.element, width)
     lanes = builder.bitcast(acc, part.as_pointer())
-    iota = ir.Constant(ir.VectorType(i32, width), list(range(width)))
     count = builder.udiv(builder.add(r, ir.Constant(i64, width - 1)), ir.Constant(i64, width))
     with cgutils.for_range(builder, count) as loop:
         first = builder.mul(loop.index, ir.Constant(i64, width))
-        left = builder.trunc(builder.sub(r, first), i32)
-        mask = builder.icmp_unsigned("<", iota, _splat(builder, iota.type, left))
+        mask = _lane_range(builder, None, builder.sub(r, first), width)
         ptr = builder.bitcast(builder.gep(run.base, [builder.add(off, first)]),
                               part.as_pointer())
         v = _masked(builder, "load", part, ptr, run.size, mask)
@@ -163,15 +161,18 @@ def _masked(builder, op, vec, ptr, size, mask, value=None):
     return builder.call(fn, [value, ptr, align, mask])
 
 
-def _lane_range(builder, lo, hi):
-    """``<32 x i1>``: lanes ``lo <= i < hi`` (int64 bounds), as two vector compares. A bitcast
-    of an integer's bits to the mask is one ``kmov`` with AVX-512 but, on AVX2, a test and an
-    insert per lane (32 of each before every masked load: rows_sum took 10x as long on Zen 3)."""
+def _lane_range(builder, lo, hi, lanes=_LANES):
+    """``<lanes x i1>``: lanes ``lo <= i < hi`` (integer bounds; ``lo`` None: from lane 0), by
+    vector compares. A bitcast of an integer's bits to the mask is one ``kmov`` with AVX-512
+    but, on AVX2, a test and an insert per lane (32 of each before every masked load: rows_sum
+    took 10x as long on Zen 3)."""
     i32 = ir.IntType(32)
-    iota = ir.Constant(ir.VectorType(i32, _LANES), list(range(_LANES)))
-    lo, hi = (_splat(builder, iota.type, builder.trunc(v, i32)) for v in (lo, hi))
-    return builder.and_(builder.icmp_unsigned(">=", iota, lo),
-                        builder.icmp_unsigned("<", iota, hi))
+    iota = ir.Constant(ir.VectorType(i32, lanes), list(range(lanes)))
+    below = builder.icmp_unsigned("<", iota, _splat(builder, iota.type, builder.trunc(hi, i32)))
+    if lo is None:
+        return below
+    return builder.and_(builder.icmp_unsigned(
+        ">=", iota, _splat(builder, iota.type, builder.trunc(lo, i32))), below)
 
 
 def _data(context, builder, aryty, ary):
@@ -688,10 +689,7 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
             block(builder.mul(loop.index, eight), None, None)
         r = builder.urem(n, eight)
         with builder.if_then(builder.icmp_unsigned("!=", r, ir.Constant(word, 0))):
-            i32v = ir.VectorType(ir.IntType(32), PLANES)
-            mask = builder.icmp_unsigned("<", ir.Constant(i32v, list(range(PLANES))),
-                                         _splat(builder, i32v, builder.trunc(r, ir.IntType(32))))
-            block(builder.mul(nfull, eight), mask, r)
+            block(builder.mul(nfull, eight), _lane_range(builder, None, r, PLANES), r)
         return context.get_dummy_value()
 
     return types.none(dst, i64, src, i64, poff, i64), codegen
