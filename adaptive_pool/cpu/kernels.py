@@ -759,7 +759,7 @@ def _stream(xg, dims, V, r_lo, r_hi, on):
 
 
 @numba.njit(**_BODY)
-def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
+def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_runs`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -772,8 +772,10 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     buf = _run_buf(x, V)
     R = OD * OH
-    # item r's input starts at x0 + r * V: the chunk reads one stream, prefetched ahead
+    # item r's input starts at x0 + r * V: the chunk reads one stream, prefetched ahead where
+    # the backend asks
     stream, pf, end = _stream(xg, dims, V, r_lo, r_hi, True)
+    end = end if prefetch else 0
     flat = (stream and OW == 1 and (OH == 1 or yh == 1) and (OD == 1 or yd == OH)
             and (C == 1 or yc == R) and (N == 1 or yn == C * R))
     if flat:
@@ -799,14 +801,15 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, nchunk):
+def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     """The average forward when every window is one contiguous run of memory: global pooling
     of contiguous planes (``OD == OH == OW == 1``), windows that are whole rows (``OD == D``,
     ``OH == H``, ``OW == 1``: (None, 1)), and windows along rows (``OD == D``, ``OH == H``: every
     1-D problem), ``xw == 1``. A work item is one window, or one row of windows: a lane-order
     sum at memory speed with no per-row bookkeeping (:func:`_run_sum`)."""
     for ch in prange(nchunk):
-        call(_avg_runs_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+        call(_avg_runs_chunk, at,
+             (np.int64(ch), x, xg, y, yg, tab, dims, skip, prefetch, nchunk))
 
 
 #: Rows the count kernel adds into its int32 column counts before it moves them into the
@@ -1084,7 +1087,7 @@ def _row_shares(dst, db, go, gb, gw, x, xb, ws, we, skip):
 
 
 @numba.njit(**_BODY)
-def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_runs`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
@@ -1101,8 +1104,8 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchun
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     # with skipna, x is read: one stream where item r's run starts at x0 + r * L, prefetched
     # ahead as in _avg_runs_chunk (float32 32x256x28x28 -> (None, 1) 4.8 -> 3.0 ms, 16x512x999
-    # -> 50 5.8 -> 2.5-3.3 ms)
-    _, pf, end = _stream(xg, dims, L, r_lo, r_hi, skip is not None)
+    # -> 50 5.8 -> 2.5-3.3 ms, Zen 5)
+    _, pf, end = _stream(xg, dims, L, r_lo, r_hi, prefetch)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         gb = g0 + n * gn + c * gc + od * gd + oh * gh
@@ -1131,7 +1134,7 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchun
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """The average backward when every window is one contiguous run of memory in ``gi`` (and,
     with :data:`SKIPNA`, in ``x``), as :func:`avg_pool_runs` takes them (global pooling of
     contiguous planes, windows that are whole rows), or lies along a row of unit stride with
@@ -1145,7 +1148,7 @@ def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk)
     """
     for ch in prange(nchunk):
         call(_avg_backward_runs_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, nchunk
+            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
         ))
 
 
@@ -1643,8 +1646,8 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
-    # item r's input starts at x0 + r * V: one stream, prefetched ahead (_avg_runs_chunk)
-    _, pf, end = _stream(xg, dims, KD * KH * W, r_lo, r_hi, True)
+    # nothing prefetched ahead of the runs: with the average's stream every max case took
+    # 1.15-1.3x as long, in and out of the cache (Zen 3): the comparisons set the pace
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         b = x0 + n * xn + c * xc + od * xd + oh * xh
@@ -1654,7 +1657,6 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0 = ws[ow]
             m = KD * KH * (we[ow] - w0)
-            pf = prefetch_to(x, pf, b + w0 + m, end)
             i = w0 + _run_argmax(x, b + w0, m, skip)
             y[np.uint64(yb + ow * yw)] = x[np.uint64(b + i)]
             ind[np.uint64(jb + ow * jw)] = p + i
