@@ -3,8 +3,9 @@
 CPU tensors become NumPy views of their memory (no copy; bfloat16 through an ``int16`` view
 re-read as ``ml_dtypes.bfloat16``, since NumPy has no torch bfloat16). CUDA tensors are handed to
 the CUDA backend as they are (detached: a tensor that requires grad refuses its
-``__cuda_array_interface__``), with PyTorch's current stream. Every result is allocated by torch
-and written through such a view.
+``__cuda_array_interface__``), with PyTorch's current stream. Results are allocated by torch and
+written through such a view, or (contiguous CPU calls) allocated by NumPy and handed to torch
+without a copy (:func:`as_tensor`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import torch
 from ..dtypes import bfloat16
 from ..errors import AdaptivePoolTypeError
 
-__all__ = ["as_array", "new_output", "current_stream", "numpy_index_dtype", "torch_index_dtype"]
+__all__ = [
+    "as_array", "as_tensor", "new_output", "current_stream", "numpy_index_dtype",
+    "torch_index_dtype",
+]
 
 #: torch dtypes the kernels read or write: the four data types and the two index types.
 _NUMPY = {
@@ -50,6 +54,13 @@ def as_array(t: torch.Tensor, argument: str) -> Any:
         f"{argument} is on device {t.device}; adaptive_pool runs on CPU and CUDA tensors",
         argument=argument,
     )
+
+
+def as_tensor(a: np.ndarray) -> torch.Tensor:
+    """The CPU tensor over NumPy array ``a``'s memory (no copy): :func:`as_array`'s inverse."""
+    if a.dtype == bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _memory_format(x: torch.Tensor) -> torch.memory_format:
