@@ -157,6 +157,33 @@ def test_other_layouts_and_kinds_take_the_long_path():
     assert ap.adaptive_avg_pool2d(wrong, 3).dtype == np.float64
 
 
+def _layouts(a):
+    """``a`` C-ordered, Fortran-ordered, reversed twice along its last axis (the same values
+    through negative strides) and as a strided view of a larger array."""
+    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    wide[..., ::2] = a
+    return [a, np.asfortranarray(a), a[..., ::-1][..., ::-1], wide[..., ::2]]
+
+
+@pytest.mark.parametrize("rank, shape, size", CASES[:3] + CASES[-1:])
+def test_one_plan_remembers_a_launch_per_layout(rank, shape, size):
+    """The long path keeps the launch it plans for each layout of the operands (the executor's
+    memo): calls that alternate layouts, inputs and out= arrays each get their own."""
+    avg, mx, avg_b, mx_b = _ops(rank)
+    x = rand(shape, np.float32)
+    y, i = mx(x, size)
+    g = rand(y.shape, np.float32, seed=3)
+    want = [avg(x, size), y, i, avg_b(g, x), mx_b(g, x, i)]
+    ap.clear_cache()
+    for _ in range(2):  # the second round finds every launch planned
+        for xl, gl, il in zip(_layouts(x), _layouts(g)[::-1], _layouts(i)[1:] + [i]):
+            outs = _layouts(np.empty_like(want[0]))[1], _layouts(np.empty_like(x))[3]
+            got = [avg(xl, size, out=outs[0]), *mx(xl, size), avg_b(gl, xl, out=outs[1]),
+                   mx_b(gl, xl, il)]
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(bits(a), bits(b))
+
+
 def test_threads_share_prepared_calls():
     xs = [rand((2, 4, 9, 9), np.float32, seed=s) for s in range(8)]
     want = [ap.adaptive_avg_pool2d(x, 4) for x in xs]

@@ -309,14 +309,18 @@ class CpuBackend:
         """How many contiguous ranges to cut ``items`` work items into (scratch is per range)."""
         return 1 if serial else max(1, min(items, 32 * _threads()))
 
-    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
+    def avg_pool(
+        self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True, memo=None
+    ) -> None:
         """The average forward in the contract's lane order; ``skipna`` averages the non-NaN
         elements of each window (a specialisation of its own of the same kernels). Without
         ``sized_windows`` the tables' windows are not those of the sizes (a Dask block's): only
-        the loop orders that read them serve."""
+        the loop orders that read them serve. ``memo``: see :func:`_memoised`."""
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
-        self.prepare_avg_pool(xg, yg, tab, dims, x.dtype, skipna, sized_windows)(xf, yf)
+        _memoised(memo, ("avg", xg, yg, x.dtype, skipna, sized_windows), lambda: (
+            self.prepare_avg_pool(xg, yg, tab, dims, x.dtype, skipna, sized_windows)
+        ))(xf, yf)
 
     def prepare_avg_pool(
         self, xg, yg, tab, dims, storage, skipna=False, sized_windows=True, like=None
@@ -399,16 +403,18 @@ class CpuBackend:
             return "rowwise"  # (a long 16-bit band: row by row, not decoded whole)
         return "direct"
 
-    def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
+    def avg_pool_backward(
+        self, go, gi, tab, dims, stream=None, skipna=False, x=None, memo=None
+    ) -> None:
         """The average backward gather; with ``skipna`` (``x``: the forward's input, its 5-D
         storage view) shares divide by each window's count of non-NaN elements of ``x`` and NaN
-        inputs get +0.0."""
+        inputs get +0.0. ``memo``: see :func:`_memoised`."""
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         xf, xg = flat_geometry(x) if skipna else (None, None)
-        self.prepare_avg_pool_backward(gg, ig, tab, dims, xg, itemsize=go.dtype.itemsize)(
-            gf, if_, xf
-        )
+        _memoised(memo, ("avgb", gg, ig, xg, go.dtype), lambda: (
+            self.prepare_avg_pool_backward(gg, ig, tab, dims, xg, itemsize=go.dtype.itemsize)
+        ))(gf, if_, xf)
 
     @staticmethod
     def _lanes(dims, itemsize: int) -> bool:
@@ -504,11 +510,13 @@ class CpuBackend:
 
         return _bind(call, (count, run), like, base, reads_x)
 
-    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
+    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False, memo=None) -> None:
         xf, xg = flat_geometry(x)
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
-        self.prepare_max_pool(xg, yg, jg, tab, dims, skipna)(xf, yf, jf)
+        _memoised(memo, ("max", xg, yg, jg, x.dtype, ind.dtype, skipna), lambda: (
+            self.prepare_max_pool(xg, yg, jg, tab, dims, skipna)
+        ))(xf, yf, jf)
 
     def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None):
         """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`)."""
@@ -544,7 +552,9 @@ class CpuBackend:
 
         return _bind(call, (run,), like, base, skipna)
 
-    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
+    def max_pool_backward(
+        self, go, ind, gi, tab, dims, stream=None, fresh=False, memo=None
+    ) -> int:
         """Check the indices and run the max backward; return the flat position (C order of
         ``ind``) of the first index outside its window, or -1.
 
@@ -559,7 +569,9 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         jf, jg = flat_geometry(ind)
         if_, ig = flat_geometry(gi)
-        return self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)(gf, jf, if_)
+        return _memoised(memo, ("maxb", gg, jg, ig, go.dtype, ind.dtype, fresh), lambda: (
+            self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)
+        ))(gf, jf, if_)
 
     def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, like=None):
         """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does
@@ -625,6 +637,18 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _memoised(memo: dict | None, key: tuple, prepare: Callable[[], Callable]) -> Callable:
+    """``memo[key]``, ``prepare()``'s launch where it is not there yet; ``prepare()`` itself
+    where ``memo`` is None. An executor hands its own dict (its tables are fixed, so the
+    operands' flat geometries, dtypes and flags decide the launch)."""
+    if memo is None:
+        return prepare()
+    launch = memo.get(key)
+    if launch is None:
+        launch = memo[key] = prepare()
+    return launch
 
 
 def _c_order(strides, shape) -> bool:

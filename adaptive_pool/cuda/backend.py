@@ -62,7 +62,10 @@ class _BoundTable:
 
 
 class CudaBackend:
-    """Runs the executors' kernels on CUDA arrays (Numba, CuPy, PyTorch, or the simulator's)."""
+    """Runs the executors' kernels on CUDA arrays (Numba, CuPy, PyTorch, or the simulator's).
+
+    Its launches are not prepared ahead: the ``memo`` the executors hand every run method
+    (the CPU backend's launches by geometry) is ignored."""
 
     name = "cuda"
     array_kind = "CUDA array (Numba device array, CuPy array, PyTorch CUDA tensor)"
@@ -211,7 +214,9 @@ class CudaBackend:
     def _dims(dims) -> tuple[int, ...]:
         return tuple(int(d) for d in dims)
 
-    def avg_pool(self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True) -> None:
+    def avg_pool(
+        self, x, y, tab, dims, stream=None, skipna=False, sized_windows=True, memo=None
+    ) -> None:
         # one thread per output reads its window from the tables, whatever they hold
         s = resolve_stream(stream, x, y)
         xf, xg = flat(x, "x")
@@ -221,7 +226,9 @@ class CudaBackend:
         k = kernels.kernels_for(x.dtype, skipna).avg_pool
         self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, self._tab(tab, s), dims)
 
-    def avg_pool_backward(self, go, gi, tab, dims, stream=None, skipna=False, x=None) -> None:
+    def avg_pool_backward(
+        self, go, gi, tab, dims, stream=None, skipna=False, x=None, memo=None
+    ) -> None:
         """The gather; with ``skipna`` the counts of each window's non-NaN elements of ``x``
         are computed first (a temporary of one int64 per output cell)."""
         s = resolve_stream(stream, go, gi)
@@ -245,7 +252,7 @@ class CudaBackend:
             self._empty_counts = cuda.device_array(1, np.int64)
         return self._empty_counts
 
-    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False) -> None:
+    def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False, memo=None) -> None:
         s = resolve_stream(stream, x, y, ind)
         xf, xg = flat(x, "x")
         yf, yg = flat(y, "out")
@@ -276,7 +283,9 @@ class CudaBackend:
         bad = int(host[0])
         return -1 if bad == NO_BAD_INDEX else bad
 
-    def max_pool_backward(self, go, ind, gi, tab, dims, stream=None, fresh=False) -> int:
+    def max_pool_backward(
+        self, go, ind, gi, tab, dims, stream=None, fresh=False, memo=None
+    ) -> int:
         """Check the indices, then gather (writing every element, whoever owns ``gi``).
         Returns the flat position of the first index outside its window, or -1; ``gi`` is
         untouched when there is one."""
