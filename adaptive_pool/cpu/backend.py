@@ -345,11 +345,16 @@ class CpuBackend:
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, skip, prefetch, nch)
         elif order == "lanewise":
-            nch = self._chunks(n * -(-c // kernels.LANES) * od * oh, serial)
             limit = _DECODED_BAND
             if storage.itemsize == 8:
                 streamed = n * c * d * h * w * 8 > _STREAMED_INPUT
                 limit = _WHOLE_FLOAT64_STREAMED if streamed else _WHOLE_FLOAT64
+            # chunks of whole blocks of 8 planes where there is one for every thread: a block
+            # copied whole serves all its output rows, and each chunk sets up its scratch (a
+            # chunk an output row: 4x16x28x28 -> 7x7 float32 69 -> 34 us, bfloat16 80 -> 35,
+            # float64, read in place, 52 -> 42)
+            blocks = n * -(-c // kernels.LANES)
+            nch = self._chunks(blocks if blocks >= _threads() else blocks * od * oh, serial)
 
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, limit, skip, nch)
