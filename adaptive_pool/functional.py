@@ -67,13 +67,17 @@ def forward_executor(
 
     A given ``indices_out`` decides the index dtype (``index_dtype`` is then ignored).
     """
+    # outputs (out=, checked by the run) that are NumPy arrays leave the plan as it is, but
+    # for indices_out, whose dtype is the index dtype
     fast = (
         type(x) is np.ndarray
         and _plain_size(output_size)
-        and not any(a is not None for a in outputs.values())
+        and all(a is None or type(a) is np.ndarray for a in outputs.values())
     )
     if fast:
-        memo = ("f", op, x.shape, x.dtype, output_size, index_dtype, type(skipna), skipna)
+        given = outputs.get("indices_out")
+        idt = index_dtype if given is None else ("indices_out", given.dtype)
+        memo = ("f", op, x.shape, x.dtype, output_size, idt, type(skipna), skipna)
         ex = recall(memo)
         if ex is not None:
             return ex
@@ -108,7 +112,7 @@ def backward_executor(
         type(grad_output) is np.ndarray
         and type(x) is np.ndarray
         and (indices is None or type(indices) is np.ndarray)
-        and not any(a is not None for a in outputs.values())
+        and all(a is None or type(a) is np.ndarray for a in outputs.values())
     )
     if fast:
         memo = ("b", op, grad_output.shape, grad_output.dtype, x.shape, x.dtype, type(skipna),

@@ -17,7 +17,11 @@ import pytest
 import adaptive_pool as ap
 import reference as ref
 from adaptive_pool import executors
-from adaptive_pool.errors import AdaptivePoolIndexError, AdaptivePoolTypeError
+from adaptive_pool.errors import (
+    AdaptivePoolIndexError,
+    AdaptivePoolTypeError,
+    AdaptivePoolValueError,
+)
 from support import ALL_DTYPES, DTYPE_IDS, bits, rand, tol
 
 CASES = [
@@ -123,6 +127,26 @@ def test_arguments_equal_to_valid_ones_still_meet_the_checks(size):
         return
     with pytest.raises(AdaptivePoolTypeError):
         ap.adaptive_avg_pool2d(x, size)
+
+
+def test_outputs_still_meet_the_checks_after_valid_ones():
+    """Plans of calls with NumPy outputs are remembered like those without; the outputs are
+    checked on every call all the same, and indices_out's dtype decides the index dtype."""
+    x = rand((1, 2, 4, 4), np.float32)
+    y, i = np.empty((1, 2, 2, 2), np.float32), np.empty((1, 2, 2, 2), np.int64)
+    for _ in range(2):
+        ap.adaptive_max_pool2d(x, 2, out=y, indices_out=i)
+        ap.adaptive_avg_pool2d_backward(y, x, out=np.empty_like(x))
+    with pytest.raises(AdaptivePoolTypeError, match="indices_out"):
+        ap.adaptive_max_pool2d(x, 2, out=y, indices_out=i.astype(np.float32))
+    with pytest.raises(AdaptivePoolTypeError, match="out"):
+        ap.adaptive_max_pool2d(x, 2, out=y.astype(np.float64), indices_out=i)
+    with pytest.raises(AdaptivePoolValueError, match="out"):
+        ap.adaptive_avg_pool2d_backward(y, x, out=np.empty((1, 2, 4, 5), np.float32))
+    with pytest.raises(AdaptivePoolValueError, match="overlap"):
+        ap.adaptive_avg_pool2d(x, 2, out=x[:, :, :2, :2])
+    got = ap.adaptive_max_pool2d(x, 2, out=y, indices_out=i.astype(np.int32))[1]
+    assert got.dtype == np.int32
 
 
 def test_skipna_must_still_be_a_bool():
