@@ -239,6 +239,40 @@ def test_cpu_tensors_are_not_copied():
         assert np.array_equal(a.astype(np.float64), t.double().numpy())
 
 
+@pytest.mark.parametrize("kind", ["avg", "max"])
+def test_calls_without_history_skip_the_dispatcher_but_not_modes_or_tracing(kind):
+    """Without autograd history a call runs the operator's kernel straight; a dispatch mode
+    and the tracer still see the registered operator, with the same result."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    f = getattr(apt, f"adaptive_{kind}_pool2d")
+    x = make((2, 3, 8, 9))
+    want = f(x, (3, 4))
+    with Seen() as mode:
+        got = f(x, (3, 4))
+    assert any(f"adaptive_pool.{kind}_pool" in o for o in mode.ops)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with torch.no_grad():
+        traced = torch.jit.trace(lambda t: f(t, (3, 4)), x, check_trace=False)
+    assert f"adaptive_pool::{kind}_pool" in str(traced.graph)
+    torch.testing.assert_close(traced(x), want, rtol=0, atol=0)
+    xg = x.clone().requires_grad_()
+    (want_grad,) = torch.autograd.grad(f(xg, (3, 4)).sum(), xg)  # the backward runs straight
+    with Seen() as mode:
+        (got_grad,) = torch.autograd.grad(f(xg, (3, 4)).sum(), xg)
+    assert any(f"adaptive_pool.{kind}_pool_backward" in o for o in mode.ops)
+    torch.testing.assert_close(got_grad, want_grad, rtol=0, atol=0)
+
+
 def test_import_adaptive_pool_does_not_import_torch():
     code = "import sys, adaptive_pool; assert 'torch' not in sys.modules, 'torch imported'"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

@@ -7,7 +7,8 @@ open in 2.13). While a transform is active the wrappers go through the Functions
 their forwards call the same registered operators, their backwards the same backward operators
 (through these Functions again, for higher derivatives), and their vmap rule is generated from
 the forward, i.e. it is the operators' own ``register_vmap`` rule. Outside transforms (eager
-autograd, ``torch.compile``) the registered operators are called directly.
+autograd, ``torch.compile``) the registered operators are called directly, or their kernels
+where no autograd history is recorded (:func:`~adaptive_pool.torch.ops.call`).
 """
 
 from typing import Any
@@ -85,22 +86,22 @@ def _transforming() -> bool:
 def avg_pool(x: Tensor, output_size: list, skipna: bool = False) -> Tensor:
     if _transforming():
         return _AvgPool.apply(x, output_size, skipna)
-    return ops.avg_pool(x, output_size, skipna)
+    return ops.call(ops.avg_pool, x, output_size, skipna)
 
 
 def avg_pool_backward(grad_output: Tensor, x: Tensor, spatial: int, skipna: bool = False) -> Tensor:
     if _transforming():
         return _AvgPoolBackward.apply(grad_output, x, spatial, skipna)
-    return ops.avg_pool_backward(grad_output, x, spatial, skipna)
+    return ops.call(ops.avg_pool_backward, grad_output, x, spatial, skipna)
 
 
 def max_pool(x: Tensor, output_size: list, index_dtype: torch.dtype, skipna: bool = False) -> tuple:
     if _transforming():
         return _MaxPool.apply(x, output_size, index_dtype, skipna)
-    return ops.max_pool(x, output_size, index_dtype, skipna)
+    return ops.call(ops.max_pool, x, output_size, index_dtype, skipna)
 
 
 def max_pool_backward(grad_output: Tensor, x: Tensor, indices: Tensor, spatial: int) -> Tensor:
     if _transforming():
         return _MaxPoolBackward.apply(grad_output, x, indices, spatial)
-    return ops.max_pool_backward(grad_output, x, indices, spatial)
+    return ops.call(ops.max_pool_backward, grad_output, x, indices, spatial)
