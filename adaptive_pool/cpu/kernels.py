@@ -1072,17 +1072,30 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
 def _row_shares(dst, db, go, gb, gw, x, xb, ws, we, skip):
     """A row's shares into ``dst[db:]`` (in the accumulation type), windows ``[ws, we)`` in
     ascending order: each element's first share written and a second one (where two windows
-    overlap) added, the gather's order."""
+    overlap) added, the gather's order. With :data:`SKIPNA` a share divides by its window's
+    count of numbers; a 32- or 64-bit element that is NaN in ``x`` takes +0.0 instead of it in
+    the same pass (a pass of its own after the shares read ``x`` and the result again:
+    16x512x999 -> 50 float32 6.1 -> 5.0 ms, 1x256x559 -> 11 float64 101 -> 81 us), a 16-bit one
+    in the caller's pass over the encoded row (``run_fill``: its vector decoding of ``x`` is
+    cheaper than element by element here, 5.8 against 6.8 ms on bfloat16 16x512x999 -> 50)."""
     z = acc(go, 0)
     end = 0
     for ow in range(ws.size):
         w0, w1 = ws[ow], we[ow]
         n_w = run_count(x, xb + w0, w1 - w0) if skip is not None else w1 - w0
         share = z + get(go, gb + ow * gw) / acc(go, n_w)
-        for w in range(w0, min(w1, end)):
-            dst[np.uint64(db + w)] += share
-        for w in range(max(w0, end), w1):
-            dst[np.uint64(db + w)] = share
+        if skip is not None and not decodes(x):
+            for w in range(w0, min(w1, end)):
+                v = get(x, xb + w)
+                dst[np.uint64(db + w)] += share if v == v else z
+            for w in range(max(w0, end), w1):
+                v = get(x, xb + w)
+                dst[np.uint64(db + w)] = share if v == v else z
+        else:
+            for w in range(w0, min(w1, end)):
+                dst[np.uint64(db + w)] += share
+            for w in range(max(w0, end), w1):
+                dst[np.uint64(db + w)] = share
         end = max(end, w1)
 
 
@@ -1126,10 +1139,10 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefe
             if decodes(gi):
                 _row_shares(row, 0, go, gb, gw, x, xb, ws, we, skip)
                 store_row(gi, b, 1, L, row, 0)
+                if skip is not None:  # NaN inputs get +0.0 (see _row_shares)
+                    run_fill(gi, b, x, xb, L, None, nan_share)
             else:
                 _row_shares(gi, b, go, gb, gw, x, xb, ws, we, skip)
-            if skip is not None:  # NaN inputs get +0.0
-                run_fill(gi, b, x, xb, L, None, nan_share)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
