@@ -748,14 +748,14 @@ def _run_buf_impl(x, n):
 @numba.njit(inline="always")
 def _stream(xg, dims, V, r_lo, r_hi, on):
     """``(stream, pf, end)`` for :func:`~adaptive_pool.cpu.access.prefetch_to` over items
-    ``[r_lo, r_hi)`` of ``V`` elements each, item r at ``x0 + r * V`` in output (n, c, od, oh)
-    order where ``stream`` (``end`` 0 otherwise, or where not ``on``: nothing is prefetched)."""
+    ``[r_lo, r_hi)`` of ``V`` elements each: ``stream`` where item r lies at ``x0 + r * V`` in
+    output (n, c, od, oh) order; ``end`` 0 unless ``stream`` and ``on`` (nothing prefetched)."""
     N, C, _, _, W, OD, OH, _ = dims
     x0, xn, xc, xd, xh, xw = xg
     Q = OD * OH * V
-    stream = on and ((W == 1 or xw == 1) and (OH == 1 or xh == V) and (OD == 1 or xd == OH * V)
-                     and (C == 1 or xc == Q) and (N == 1 or xn == C * Q))
-    return stream, x0 + r_lo * V, x0 + r_hi * V if stream else 0
+    stream = ((W == 1 or xw == 1) and (OH == 1 or xh == V) and (OD == 1 or xd == OH * V)
+              and (C == 1 or xc == Q) and (N == 1 or xn == C * Q))
+    return stream, x0 + r_lo * V, x0 + r_hi * V if stream and on else 0
 
 
 @numba.njit(**_BODY)
@@ -774,8 +774,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     R = OD * OH
     # item r's input starts at x0 + r * V: the chunk reads one stream, prefetched ahead where
     # the backend asks
-    stream, pf, end = _stream(xg, dims, V, r_lo, r_hi, True)
-    end = end if prefetch else 0
+    stream, pf, end = _stream(xg, dims, V, r_lo, r_hi, prefetch)
     flat = (stream and OW == 1 and (OH == 1 or yh == 1) and (OD == 1 or yd == OH)
             and (C == 1 or yc == R) and (N == 1 or yn == C * R))
     if flat:
