@@ -18,7 +18,7 @@ from reference import lane_sum
 DTYPES = [np.float32, np.float64, np.float16, bfloat16]
 STORAGE = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64,
            np.dtype(np.float16): np.uint16, np.dtype(bfloat16): np.int16}
-LENGTHS = [0, 1, 7, 31, 32, 33, 63, 64, 70, 97]
+LENGTHS = [0, 1, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 49, 63, 64, 70, 97]
 GUARD = 40  # elements before and after each run, NaN, so a stray read or write shows
 
 

@@ -987,44 +987,49 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                          (it_lo // nblk) * H + (it_lo % nblk) * rows_per_item, N * C * D * H,
                          skip is not None)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
-    for _ in range(it_lo, it_hi):
+    for it in range(it_lo, it_hi):
         h_first = blk * rows_per_item
         h_last = min(H, h_first + rows_per_item)
         pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h_last) * W, end)
         od0, od1 = tab[ld + d], tab[hd + d]
         oh0, oh1 = tab[lh + h_first], tab[hh + h_last - 1]
         nh = oh1 - oh0
-        need = (od1 - od0) * nh * W
-        if part.size < need:
-            part = scratch(go, need)
-        if fused:
-            if lc.size < nh * OW:
-                lc = np.empty(nh * OW, np.int64)
-            xp = x0 + n * xn + c * xc
-            for oh in range(oh0, oh1):
-                _count_row(x, xp, xd, xh, xw, tab[sd + d], tab[ed + d], tab[sh + oh],
-                           tab[eh + oh], W, col, ws, we, lc, (oh - oh0) * OW)
-        gb = g0 + n * gn + c * gc
-        for od in range(od0, od1):
-            vd = tab[ed + od] - tab[sd + od]
-            for oh in range(oh0, oh1):
-                vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                load_row(go, gb + od * gd + oh * gh, gw, OW, g)
-                if skip is not None:  # each window's count of non-NaN elements
-                    counts = lc if fused else cnt
-                    cr = (oh - oh0) * OW if fused else (((n * C + c) * OD + od) * OH + oh) * OW
-                    for ow in range(OW):
-                        g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
-                else:
-                    for ow in range(OW):
-                        # volume as the integer product, converted once (bit-identical)
-                        g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                q = ((od - od0) * nh + (oh - oh0)) * W
-                for w in range(W):
-                    s = acc(go, 0)
-                    for ow in range(wl[w], wh[w]):
-                        s += g[np.uint64(ow)]
-                    part[np.uint64(q + w)] = s
+        # whole-plane items (the usual ones) whose d lies in the same output planes as the last
+        # item's take its partial rows as they are (float64 4x64x8x28x28 -> (1, None, None)
+        # computed them 8 times: 5.6 -> 1.2 ms)
+        if not (nblk == 1 and it > it_lo and d > 0 and od0 == tab[ld + d - 1]
+                and od1 == tab[hd + d - 1]):
+            need = (od1 - od0) * nh * W
+            if part.size < need:
+                part = scratch(go, need)
+            if fused:
+                if lc.size < nh * OW:
+                    lc = np.empty(nh * OW, np.int64)
+                xp = x0 + n * xn + c * xc
+                for oh in range(oh0, oh1):
+                    _count_row(x, xp, xd, xh, xw, tab[sd + d], tab[ed + d], tab[sh + oh],
+                               tab[eh + oh], W, col, ws, we, lc, (oh - oh0) * OW)
+            gb = g0 + n * gn + c * gc
+            for od in range(od0, od1):
+                vd = tab[ed + od] - tab[sd + od]
+                for oh in range(oh0, oh1):
+                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                    load_row(go, gb + od * gd + oh * gh, gw, OW, g)
+                    if skip is not None:  # each window's count of non-NaN elements
+                        counts = lc if fused else cnt
+                        cr = (oh - oh0) * OW if fused else (((n * C + c) * OD + od) * OH + oh) * OW
+                        for ow in range(OW):
+                            g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
+                    else:
+                        for ow in range(OW):
+                            # volume as the integer product, converted once (bit-identical)
+                            g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                    q = ((od - od0) * nh + (oh - oh0)) * W
+                    for w in range(W):
+                        s = acc(go, 0)
+                        for ow in range(wl[w], wh[w]):
+                            s += g[np.uint64(ow)]
+                        part[np.uint64(q + w)] = s
         ib = i0 + n * in_ + c * ic + d * id_
         for h in range(h_first, h_last):
             lo, hi = tab[lh + h], tab[hh + h]
@@ -1117,7 +1122,23 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefe
     # with skipna, x is read: one stream where item r's run starts at x0 + r * L, prefetched
     # ahead as in _avg_runs_chunk (float32 32x256x28x28 -> (None, 1) 4.8 -> 3.0 ms, 16x512x999
     # -> 50 5.8 -> 2.5-3.3 ms, Zen 5)
-    _, pf, end = _stream(xg, dims, L, r_lo, r_hi, prefetch)
+    x_stream, pf, end = _stream(xg, dims, L, r_lo, r_hi, prefetch)
+    if (OW == 1 and _stream(gog, dims, 1, 0, 0, False)[0] and _stream(gig, dims, L, 0, 0, False)[0]
+            and (skip is None or x_stream)):
+        # contiguous arrays (the usual case): item r's window starts at r * L in gi and x, its
+        # gradient at r in go. A loop of its own, as in _avg_runs_chunk: 64x512x49 -> 1 float32
+        for r in range(r_lo, r_hi):
+            b = i0 + r * L
+            g = get(go, g0 + r)
+            if skip is not None:
+                xb = x0 + r * L
+                pf = prefetch_to(x, pf, xb + L, end)
+                run_fill(gi, b, x, xb, L, enc(gi, z + g / acc(go, run_count(x, xb, L))), nan_share)
+            else:
+                share = enc(gi, z + g / acc(go, L))
+                for e in range(L):
+                    gi[np.uint64(b + e)] = share
+        return
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         gb = g0 + n * gn + c * gc + od * gd + oh * gh
@@ -1245,7 +1266,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
-    for _ in range(it_lo, it_hi):
+    for it in range(it_lo, it_hi):
         c0 = cb * LANES
         nl = min(LANES, C - c0)
         for l in range(LANES):
@@ -1261,85 +1282,90 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     for l in range(LANES):
                         v = get(x, o + xl[l])
                         okv[q + l] = np.int32(v == v)
-        if x_bits:
-            _plane_bit_counts(x, xb, xl, H, W, tab[sh : sh + OH], tab[eh : eh + OH], wbits,
-                              bits, cw)
-        elif fused:  # exact integers: rows of columns, then columns of windows
-            for oh in range(OH):
-                h0, h1 = tab[sh + oh], tab[eh + oh]
-                if x_count:  # each plane's band counted at unit stride
-                    for l in range(LANES):
-                        _count_row(x, xb + xl[l], 0, W, 1, 0, 1, h0, h1, W, colp, ws, we,
-                                   lcnt, 0)
-                        for ow in range(OW):
-                            cw[(oh * OW + ow) * LANES + l] = lcnt[ow]
-                else:
-                    for k in range(WL):
-                        colc[k] = 0
-                    for h in range(h0, h1):
-                        q = h * WL
-                        for k in range(WL):
-                            colc[k] += okv[np.uint64(q + k)]
-                    for ow in range(OW):
-                        q = (oh * OW + ow) * LANES
-                        for l in range(LANES):
-                            cw[q + l] = 0
-                        for w in range(tab[sw + ow], tab[ew + ow]):
-                            for l in range(LANES):
-                                cw[q + l] += colc[np.uint64(w * LANES + l)]
         od0, od1 = tab[ld + d], tab[hd + d]
-        if part.size < (od1 - od0) * OH * WL:
-            part = scratch(go, (od1 - od0) * OH * WL)
-        gb = g0 + n * gn + c0 * gc
-        for od in range(od0, od1):
-            vd = tab[ed + od] - tab[sd + od]
-            for oh in range(OH):
-                vdh = vd * (tab[eh + oh] - tab[sh + oh])
-                gr = gb + od * gd + oh * gh
-                if fused:  # each window's count of non-NaN elements
-                    for ow in range(OW):
-                        q = (oh * OW + ow) * LANES
+        # as in _avg_backward_chunk: a d in the same output planes as the last item's takes
+        # its partial rows, and its row sums where no NaN mask was applied to them
+        fresh = not (it > it_lo and d > 0 and od0 == tab[ld + d - 1] and od1 == tab[hd + d - 1])
+        if fresh:
+            if x_bits:
+                _plane_bit_counts(x, xb, xl, H, W, tab[sh : sh + OH], tab[eh : eh + OH], wbits,
+                                  bits, cw)
+            elif fused:  # exact integers: rows of columns, then columns of windows
+                for oh in range(OH):
+                    h0, h1 = tab[sh + oh], tab[eh + oh]
+                    if x_count:  # each plane's band counted at unit stride
                         for l in range(LANES):
-                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
-                                go, cw[q + l]
-                            )
-                elif skip is not None:
-                    cr = (((n * C + c0) * OD + od) * OH + oh) * OW
-                    for ow in range(OW):
-                        for l in range(LANES):
-                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
-                                go, cnt[np.uint64(cr + ow + cl[l])]
-                            )
-                else:
-                    for ow in range(OW):
-                        # volume as the integer product, converted once (bit-identical)
-                        v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                        for l in range(LANES):
-                            gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
-                q = ((od - od0) * OH + oh) * WL
-                if W >= 8 * OW:
-                    # long windows (8 or more on average): each output's share added over its
-                    # window, in ascending ow as the gather below (the same bits), one
-                    # contiguous run each: 0.6-0.75x the gather's time on 1x256x559 -> 11
-                    for k in range(WL):
-                        part[np.uint64(q + k)] = 0
-                    for ow in range(OW):
-                        for w in range(tab[sw + ow], tab[ew + ow]):
+                            _count_row(x, xb + xl[l], 0, W, 1, 0, 1, h0, h1, W, colp, ws, we,
+                                       lcnt, 0)
+                            for ow in range(OW):
+                                cw[(oh * OW + ow) * LANES + l] = lcnt[ow]
+                    else:
+                        for k in range(WL):
+                            colc[k] = 0
+                        for h in range(h0, h1):
+                            q = h * WL
+                            for k in range(WL):
+                                colc[k] += okv[np.uint64(q + k)]
+                        for ow in range(OW):
+                            q = (oh * OW + ow) * LANES
                             for l in range(LANES):
-                                part[np.uint64(q + w * LANES + l)] += gv[ow * LANES + l]
-                else:
-                    for w in range(W):
-                        for l in range(LANES):
-                            s[l] = 0
-                        for ow in range(wl[w], wh[w]):
+                                cw[q + l] = 0
+                            for w in range(tab[sw + ow], tab[ew + ow]):
+                                for l in range(LANES):
+                                    cw[q + l] += colc[np.uint64(w * LANES + l)]
+            if part.size < (od1 - od0) * OH * WL:
+                part = scratch(go, (od1 - od0) * OH * WL)
+            gb = g0 + n * gn + c0 * gc
+            for od in range(od0, od1):
+                vd = tab[ed + od] - tab[sd + od]
+                for oh in range(OH):
+                    vdh = vd * (tab[eh + oh] - tab[sh + oh])
+                    gr = gb + od * gd + oh * gh
+                    if fused:  # each window's count of non-NaN elements
+                        for ow in range(OW):
+                            q = (oh * OW + ow) * LANES
                             for l in range(LANES):
-                                s[l] += gv[np.uint64(ow * LANES + l)]
-                        for l in range(LANES):
-                            part[np.uint64(q + w * LANES + l)] = s[l]
+                                gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
+                                    go, cw[q + l]
+                                )
+                    elif skip is not None:
+                        cr = (((n * C + c0) * OD + od) * OH + oh) * OW
+                        for ow in range(OW):
+                            for l in range(LANES):
+                                gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
+                                    go, cnt[np.uint64(cr + ow + cl[l])]
+                                )
+                    else:
+                        for ow in range(OW):
+                            # volume as the integer product, converted once (bit-identical)
+                            v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                            for l in range(LANES):
+                                gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
+                    q = ((od - od0) * OH + oh) * WL
+                    if W >= 8 * OW:
+                        # long windows (8 or more on average): each output's share added over its
+                        # window, in ascending ow as the gather below (the same bits), one
+                        # contiguous run each: 0.6-0.75x the gather's time on 1x256x559 -> 11
+                        for k in range(WL):
+                            part[np.uint64(q + k)] = 0
+                        for ow in range(OW):
+                            for w in range(tab[sw + ow], tab[ew + ow]):
+                                for l in range(LANES):
+                                    part[np.uint64(q + w * LANES + l)] += gv[ow * LANES + l]
+                    else:
+                        for w in range(W):
+                            for l in range(LANES):
+                                s[l] = 0
+                            for ow in range(wl[w], wh[w]):
+                                for l in range(LANES):
+                                    s[l] += gv[np.uint64(ow * LANES + l)]
+                            for l in range(LANES):
+                                part[np.uint64(q + w * LANES + l)] = s[l]
         ib = i0 + n * in_ + c0 * ic + d * id_
-        for h in range(H):
-            lo, hi = tab[lh + h], tab[hh + h]
-            _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
+        if fresh or mask:
+            for h in range(H):
+                lo, hi = tab[lh + h], tab[hh + h]
+                _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
         if skip is not None and mask:  # NaN inputs get +0.0
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
