@@ -1126,7 +1126,8 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefe
     if (OW == 1 and _stream(gog, dims, 1, 0, 0, False)[0] and _stream(gig, dims, L, 0, 0, False)[0]
             and (skip is None or x_stream)):
         # contiguous arrays (the usual case): item r's window starts at r * L in gi and x, its
-        # gradient at r in go. A loop of its own, as in _avg_runs_chunk: 64x512x49 -> 1 float32
+        # gradient at r in go. A loop of its own, as in _avg_runs_chunk (the general one's index
+        # arithmetic spilled to the stack: 64x512x49 -> 1 float32 0.36 -> 0.14 ms, Zen 3)
         for r in range(r_lo, r_hi):
             b = i0 + r * L
             g = get(go, g0 + r)
