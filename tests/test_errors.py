@@ -186,6 +186,30 @@ def test_first_bad_index_is_reported():
     check(IndexError, "indices", mx_b, G3, X3, idx, contains=["[0, 2, 1, 0, 0] = -4"])
 
 
+@pytest.mark.parametrize("fresh", [True, False], ids=["result", "out"])
+def test_first_bad_index_among_parallel_chunks_is_reported(monkeypatch, fresh):
+    """Bad indices in several chunks of the parallel max backward: the first in C order is the
+    one reported, whichever chunk finds one first."""
+    from adaptive_pool.cpu import backend
+
+    monkeypatch.setattr(backend, "_SERIAL_WORK", 0)  # chunks on the pool's threads
+    ap.clear_cache()
+    x = np.random.default_rng(3).standard_normal((4, 16, 12, 12)).astype(F32)
+    _, idx = ap.adaptive_max_pool2d(x, 3)
+    g = np.ones(idx.shape, F32)
+    out = None if fresh else np.full(x.shape, 7.0, F32)
+    for bad in ([(3, 10, 2, 2), (2, 1, 0, 1)], [(0, 0, 0, 0), (3, 15, 2, 2)], [(3, 15, 2, 2)]):
+        wrong = idx.copy()
+        for k, at in enumerate(bad):
+            wrong[at] = -3 - k
+        first = min(bad)
+        check(IndexError, "indices", ap.adaptive_max_pool2d_backward, g, x, wrong, out=out,
+              contains=[f"[{', '.join(map(str, first))}] = {-3 - bad.index(first)}"])
+        if out is not None:
+            assert (out == 7.0).all()
+    ap.clear_cache()
+
+
 def test_int32_indices_for_a_huge_plane():
     # A zero-stride view: more than 2**31 - 1 elements per plane, no memory.
     big = np.broadcast_to(np.float32(0), (1, 2, 2**11, 2**10, 2**10))

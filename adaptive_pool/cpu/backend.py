@@ -604,7 +604,7 @@ class CpuBackend:
             write, serial = self._runner(kernels.max_pool_backward_sparse, _touched(dims))
             cch = 1 if cserial else sparse_chunks
             nch = 1 if serial else sparse_chunks
-            take, give = _scratch(planes, np.int64, like is not None and serial)
+            take, give = _scratch(max(cch, nch), np.int64, like is not None and serial)
 
             def call(check, write, gf, jf, if_):
                 bad = take()

@@ -1996,8 +1996,8 @@ def _scatter_add(dst, base, keys, vals, n, merge):
 @numba.njit(**_BODY)
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
                   nchunk):
-    """Chunk ``ch`` of :func:`max_pool_backward_sparse`: sets ``bad[p]`` for its planes and
-    returns the C-order position of its first bad index, or -1."""
+    """Chunk ``ch`` of :func:`max_pool_backward_sparse`: returns the C-order position of its
+    first bad index, or -1 (``bad`` is the kernel's, for the chunks' results)."""
     N, C, D, H, W, OD, OH, OW = dims
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
@@ -2008,7 +2008,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     # a plane's gradients are decoded as one run or row by row (one call site: compile time)
     g_one = _one_run(gd, gh, gw, OD, OH, OW)
     g_rows, g_len = (1, m) if g_one else (OD * OH, OW)
-    p_lo, p_hi = _chunk(ch, nchunk, bad.size)
+    p_lo, p_hi = _chunk(ch, nchunk, N * C)
     group = min(group, p_hi - p_lo)  # scratch for the planes there are (tiny calls: one)
     keys = np.empty(group * m, np.int32)
     run = np.empty(0 if dense else m, ind.dtype)
@@ -2040,15 +2040,10 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                     run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
             src, sb = run, 0
         first = _check_plane(src, sb, B * m, plane, W, H, rw, rh, lo, nn, keys)
-        for t in range(B):
-            bad[p + t] = -1
-        if first >= 0:
-            # the group's first bad plane; those after it are not looked at (a bad index
-            # fails the call, which reports the first)
-            t = first // m
-            bad[p + t] = first - t * m
-            if found < 0:
-                found = p * m + first
+        if first >= 0 and found < 0:
+            # the first bad index is all the call reports (the planes after its group are
+            # still checked: the chunk's loop has no early exit)
+            found = p * m + first
         if write:
             if whole:
                 for k in range(B * plane):
@@ -2100,9 +2095,10 @@ def max_pool_backward_sparse(
     A work item is ``group`` consecutive ``(n, c)`` planes where planes follow each other in
     all three arrays (one check, one zeroing and one gradient load for many small planes), else
     one plane. It first checks all its indices (:func:`_check_plane`; ``lo`` and ``nn`` are
-    the windows' bounds of a group, :func:`window_bounds`): ``bad[p]`` is the
-    position in plane p of its first index outside its window, -1 for the planes before that
-    one in the item, which is left zero, and no index is ever used unchecked. Without ``write``
+    the windows' bounds of a group, :func:`window_bounds`): a group with an index outside its
+    window is left zero, and no index is ever used unchecked; ``bad[ch]`` (at least ``nchunk``
+    of them) takes chunk ch's first such position, or -1 (a flag per plane, scanned after the
+    chunks, took 0.09 ms of 0.2 on bfloat16 64x512x49 -> 1, Zen 3). Without ``write``
     it stops there and ``gi`` is untouched (a caller's result is checked whole before any of it
     is written: 5x faster than the checked gather on 8x128x8x14x14). Gradients are then
     added in ascending output order: a float32 or float64 result is its own plane of
@@ -2117,11 +2113,14 @@ def max_pool_backward_sparse(
     ``2**22`` elements (:func:`_check_plane`).
     """
     for ch in prange(nchunk):
-        call(_sparse_chunk, at, (
+        bad[ch] = call(_sparse_chunk, at, (
             np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
             nchunk,
         ))
-    return _first_flagged(bad, dims[5] * dims[6] * dims[7])
+    for ch in range(nchunk):  # chunks in plane order: the first that found one has the first
+        if bad[ch] >= 0:
+            return bad[ch]
+    return np.int64(-1)
 
 
 #: The chunk function of each kernel: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the
