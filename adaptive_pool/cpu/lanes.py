@@ -423,7 +423,8 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
             # a shorter one of at least a register in registers, the last one ending with the
             # run (each element's value depends on its position alone: writing it twice is
             # harmless). A masked store is vmaskmov or a store per lane there: the NaN-skipping
-            # backward of 64x512x49 -> 1 took 1.3x as long with it (Zen 3)
+            # backward of float32 64x512x49 -> 1 took 0.76 ms with it, 0.66 with registers
+            # (Zen 3, before its runs had a loop of their own)
             lanes = ir.Constant(i64, _LANES)
             w = ir.Constant(i64, width)
             with builder.if_else(builder.icmp_signed(">=", n, lanes), likely=True) as (
