@@ -934,6 +934,12 @@ def count_valid(at, x, xg, cnt, tab, dims, planes, nchunk):
 
 
 @numba.njit(inline="always")
+def _planes_as_last_d(tab, ld, hd, d):
+    """Whether input plane ``d`` lies in the same output planes as ``d - 1``."""
+    return d > 0 and tab[ld + d] == tab[ld + d - 1] and tab[hd + d] == tab[hd + d - 1]
+
+
+@numba.njit(inline="always")
 def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
     """``row[:L]``: the h and d levels of the backward sum, from rows of ``L`` partial sums.
 
@@ -997,8 +1003,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         # whole-plane items (the usual ones) whose d lies in the same output planes as the last
         # item's take its partial rows as they are (float64 4x64x8x28x28 -> (1, None, None)
         # computed them 8 times: 5.6 -> 1.2 ms)
-        if not (nblk == 1 and it > it_lo and d > 0 and od0 == tab[ld + d - 1]
-                and od1 == tab[hd + d - 1]):
+        if not (nblk == 1 and it > it_lo and _planes_as_last_d(tab, ld, hd, d)):
             need = (od1 - od0) * nh * W
             if part.size < need:
                 part = scratch(go, need)
@@ -1286,7 +1291,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         od0, od1 = tab[ld + d], tab[hd + d]
         # as in _avg_backward_chunk: a d in the same output planes as the last item's takes
         # its partial rows, and its row sums where no NaN mask was applied to them
-        fresh = not (it > it_lo and d > 0 and od0 == tab[ld + d - 1] and od1 == tab[hd + d - 1])
+        fresh = not (it > it_lo and _planes_as_last_d(tab, ld, hd, d))
         if fresh:
             if x_bits:
                 _plane_bit_counts(x, xb, xl, H, W, tab[sh : sh + OH], tab[eh : eh + OH], wbits,
@@ -2058,7 +2063,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                     load_row(go, gb + (r // OH) * gd + (r % OH) * gh, 1 if g_one else gw,
                              B * g_len, gv[r * g_len :])
                 # keys are offsets in the group: one loop over its outputs, in ascending order
-                if decodes(gi) and disjoint:
+                if disjoint:  # a store, not a load and an add: the same bits
                     z = acc(go, 0)
                     for q in range(B * m):
                         put(gi, ib + keys[q], z + gv[q])
@@ -2107,7 +2112,7 @@ def max_pool_backward_sparse(
     encoded whole), so each element's sum starts from +0.0 and
     takes its gradients in ascending output order: bit for bit the gather's result. Where the
     windows are ``disjoint`` (no element in two of them) an element takes one gradient at most,
-    and a 16-bit result is written straight, ``+0.0 + g`` rounded once. Zeroing the
+    and the result is written straight, ``+0.0 + g`` (rounded once where 16-bit). Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**22`` elements (:func:`_check_plane`).
@@ -2117,10 +2122,8 @@ def max_pool_backward_sparse(
             np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
             nchunk,
         ))
-    for ch in range(nchunk):  # chunks in plane order: the first that found one has the first
-        if bad[ch] >= 0:
-            return bad[ch]
-    return np.int64(-1)
+    # chunks in plane order: the first that found one has the first
+    return _first_flagged(bad[:nchunk], 0)
 
 
 #: The chunk function of each kernel: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the
