@@ -19,6 +19,7 @@ import numpy as np
 
 from . import windows
 from .arguments import MAX_SIZE, check_flag, check_index_dtype, check_rank, require
+from .cpu import results
 from .dtypes import DTypeSpec, resolve_dtype
 from .errors import AdaptivePoolIndexError, AdaptivePoolTypeError, AdaptivePoolValueError
 from .limits import CHECKED_BYTES, require_memory
@@ -328,10 +329,10 @@ class Executor:
             launch = be.prepare_max_pool(
                 xg, yg, yg, tab, dims, self.skipna, like=(data, data, idx)
             )
-            ind = self.index_dtype
+            new_y, new_i = results.allocator(ys, dt), results.allocator(ys, self.index_dtype)
 
             def max_pool(x):
-                y, i = np.empty(ys, dt), np.empty(ys, ind)
+                y, i = new_y(), new_i()
                 launch(flat(x), flat(y), i.ravel())
                 return y, i
 
@@ -341,8 +342,10 @@ class Executor:
                 xg, yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
             )
 
+            new_y = results.allocator(ys, dt)
+
             def avg_pool(x):
-                y = np.empty(ys, dt)
+                y = new_y()
                 launch(flat(x), flat(y))
                 return y
 
@@ -352,8 +355,10 @@ class Executor:
                 yg, yg, xg, tab, dims, True, like=(data, idx, data)
             )
 
+            new_gi = results.allocator(xs, dt)
+
             def max_pool_backward(grad_output, indices):
-                gi = np.empty(xs, dt)
+                gi = new_gi()
                 bad = launch(flat(grad_output), indices.ravel(), flat(gi))
                 return gi if bad < 0 else None
 
@@ -365,8 +370,10 @@ class Executor:
             itemsize=st.itemsize,
         )
 
+        new_gi = results.allocator(xs, dt)
+
         def avg_pool_backward(grad_output, x):
-            gi = np.empty(xs, dt)
+            gi = new_gi()
             launch(flat(grad_output), flat(gi), x_flat(x))
             return gi
 
@@ -639,8 +646,10 @@ def keep_prepared(key: tuple, ex: Executor) -> None:
 
 
 def clear_cache() -> None:
-    """Forget every cached executor (frees their workspaces) and prepared call."""
+    """Forget every cached executor (frees their workspaces) and prepared call, and free the
+    memory kept for large results (:mod:`adaptive_pool.cpu.results`)."""
     with _CACHE_LOCK:
         _CACHE.clear()
         _MEMO.clear()
         _PREPARED.clear()
+    results.release()

@@ -21,6 +21,7 @@ __all__ = ["main", "parser"]
 
 # environment variables that change how either library runs: recorded, never set
 _ENV_PREFIXES = ("OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "NUMBA_", "PYTORCH_", "TORCH_",
+                 "ADAPTIVE_POOL_", "MALLOC_",
                  "CUDA_VISIBLE_DEVICES", "LD_PRELOAD")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
-from . import baseline, calls, kernels, tiers
+from . import baseline, calls, kernels, results, tiers
 from .access import NATIVE_MASKS
 from .lanes import vector_runs
 
@@ -170,7 +170,7 @@ class CpuBackend:
         return isinstance(a, np.ndarray)
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, like: object = None) -> np.ndarray:
-        return np.empty(shape, dtype)
+        return results.empty(shape, dtype)
 
     def zero(self, a: np.ndarray, stream: object = None) -> None:
         a[...] = 0
