@@ -8,6 +8,9 @@ memory kept must stay within its budget and go with ``clear_cache()``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -153,3 +156,14 @@ def test_torch_tensors_keep_their_blocks():
         torch.autograd.grad(z.sum(), x)
     torch.testing.assert_close(up, want_up, rtol=0, atol=0)
     torch.testing.assert_close(x.grad, want_grad, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("text, kept", [("0", "0"), ("1.5", "1572864"), ("lots", None)])
+def test_the_budget_comes_from_the_environment(text, kept):
+    env = dict(os.environ, ADAPTIVE_POOL_RESULT_CACHE_MB=text)
+    r = subprocess.run([sys.executable, "-c", "from adaptive_pool.cpu import results; "
+                        "print(results.BUDGET)"], env=env, capture_output=True, text=True)
+    if kept is None:
+        assert r.returncode != 0 and "ADAPTIVE_POOL_RESULT_CACHE_MB must be a number" in r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.split() == [kept], r.stderr

@@ -33,8 +33,19 @@ SMALLEST = 32 << 20
 #: blocks (at most 2 MiB, 6 %, unused at the end of one).
 _CLASS = 2 << 20
 
+
+def _budget() -> int:
+    text = os.environ.get("ADAPTIVE_POOL_RESULT_CACHE_MB", "512")
+    try:
+        return max(0, int(float(text) * (1 << 20)))
+    except ValueError:
+        raise ValueError(
+            f"ADAPTIVE_POOL_RESULT_CACHE_MB must be a number of MiB (0 keeps none), not {text!r}"
+        ) from None
+
+
 #: Bytes of freed blocks kept at most.
-BUDGET = int(float(os.environ.get("ADAPTIVE_POOL_RESULT_CACHE_MB", "512")) * (1 << 20))
+BUDGET = _budget()
 
 _free: list[np.ndarray] = []  # raw uint8 blocks, oldest first
 # Taken without waiting where a block comes back: a holder may be freed while this thread
