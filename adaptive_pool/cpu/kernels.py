@@ -1435,18 +1435,19 @@ def _mkey(x, v, skip):
 
 
 @numba.njit(inline="always")
-def _fold_max(x, b, xw, n, dd, pk, pd, skip, first):
+def _fold_max(x, b, xw, n, dd, pk, pd, skip, first, zk):
     """Fold element ``i`` of a row (stride ``xw`` from ``b``) into ``pk[i]``, the larger key,
     and ``pd[i] = dd`` where it is strictly larger: ``pd`` keeps the first of equal maxima.
     The ``first`` row of a fold is stored as it is (what folding it into the smallest key with
     ``pd = dd = 0`` gives: even skipna's NaN key, the smallest, leaves that pair).
 
     Written for any stride: LLVM versions the loop for a unit stride and vectorises it.
+    ``zk`` is a zero of the keys' type that LLVM cannot see (:func:`_max_chunk`).
     """
     if first:
-        # stored, not folded into reset rows: the fold's larger key is a masked store
-        # (vpmaskmovq) for float64's int64 keys, slow on Zen 3 (float64 32x256x56x56 -> 7x7
-        # 40.5-45.0 -> 31.3-33.0 ms, 8x16x35x60 -> 1x9 418-453 -> 272-393 us)
+        # stored, not folded into rows reset to the smallest key: a pass and a load fewer
+        # (float64 32x256x56x56 -> 7x7 40.5-45.0 -> 31.3-33.0 ms while the fold's larger key
+        # was still a masked store, see _max_chunk)
         for i in range(n):
             pk[i], pd[i] = _mkey(x, x[np.uint64(b + i * xw)], skip), dd
         return
@@ -1454,7 +1455,7 @@ def _fold_max(x, b, xw, n, dd, pk, pd, skip, first):
         # every load before any store: a reload after the store to pk became a masked store
         # (vpmaskmovd), 4x slower on Zen 3
         k, kp, dp = _mkey(x, x[np.uint64(b + i * xw)], skip), pk[i], pd[i]
-        pk[i] = max(kp, k)
+        pk[i] = max(kp, k) + zk
         pd[i] = dd if k > kp else dp
 
 
@@ -1497,9 +1498,10 @@ def _rescan(x, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, m, last, skip):
 
 
 @numba.njit(inline="always")
-def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr):
+def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr, zk):
     """Fold ``n`` rows of ``pk``/``pd`` from row ``o`` into ``qk``/``qr`` (``hh``: the first
-    one's h in the window; ``first``: it starts the window). Ties go to the smaller position."""
+    one's h in the window; ``first``: it starts the window; ``zk``: as in :func:`_fold_max`).
+    Ties go to the smaller position."""
     for i in range(n):
         kr = pk[(o + i) * W : (o + i + 1) * W]
         dr = pd[(o + i) * W : (o + i + 1) * W]
@@ -1511,7 +1513,7 @@ def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr):
             for w in range(W):
                 # every load before any store (see _fold_max)
                 k, kq, rk, rq = kr[w], qk[w], np.int32(dr[w] + r), qr[w]
-                qk[w] = max(kq, k)
+                qk[w] = max(kq, k) + zk
                 qr[w] = rk if (k > kq) | ((k == kq) & (rk < rq)) else rq
 
 
@@ -1533,6 +1535,13 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
     pd = np.empty(part * W, np.int32)
     qk = np.full(W, knan)
     qr = np.empty(W, np.int32)
+    # int64 keys: a zero LLVM cannot see (``tracked`` is below 2**62; qk's first element,
+    # written before the folds read it), added to the folds' larger keys, keeps their stores
+    # plain; stored back where it was read, the larger key became a masked store (vpmaskmovq),
+    # slow on Zen 3 (float64 4x64x16x56x56 -> 4x7x7 8.1-11.0 -> 6.3-7.5 ms). int32 keys are
+    # stored plainly already: their zero folds away (the add cost float32 56x56 -> 7x7 1.1x)
+    qk[0] = tracked >> 62
+    zk = qk[0] - qk[0] if int32_keys else qk[0]
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     bl, od, c, n = _unravel(r_lo, nb, OD, C)
@@ -1552,13 +1561,14 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
                 # rows as one run
                 nr, L = (1, (hz - ha) * W) if flat else (hz - ha, W)
                 for r in range(nr):
-                    _fold_max(x, b + r * xh, xw, L, dd, pk[r * W :], pd[r * W :], skip, d == d0)
+                    _fold_max(x, b + r * xh, xw, L, dd, pk[r * W :], pd[r * W :], skip, d == d0,
+                              zk)
             for oh in range(oh0, oh1):
                 h0, h1 = tab[sh + oh], tab[eh + oh]
                 lo, hi = max(h0, ha), min(h1, hz)
                 if lo >= hi:
                     continue
-                _fold_rows(pk, pd, lo - ha, hi - lo, W, lo - h0, lo == h0, qk, qr)
+                _fold_rows(pk, pd, lo - ha, hi - lo, W, lo - h0, lo == h0, qk, qr, zk)
                 if hi < h1:
                     continue  # the window goes on in the next part
                 yb = y0 + n * yn + c * yc + od * yd + oh * yh
