@@ -1,6 +1,6 @@
 """Large results come from the memory of freed results (``adaptive_pool.cpu.results``).
 
-The blocks are made small here (a few KiB instead of 32 MiB) so that small problems take them.
+The threshold is lowered here (1 KiB instead of 32 MiB) so that small problems take blocks.
 A block must only be handed out again once no array uses it, every result on one must hold what
 a fresh array would (the reference's values, the bits of a result from ``numpy.empty``), and the
 memory kept must stay within its budget and go with ``clear_cache()``.
@@ -21,7 +21,7 @@ import reference as ref
 from adaptive_pool.cpu import results
 from support import ALL_DTYPES, DTYPE_IDS, bits, rand, tol
 
-SHAPE, SIZE = (2, 3, 24, 20), (5, 7)  # results of 2,880 elements and more
+SHAPE, SIZE = (2, 3, 24, 20), (5, 7)  # inputs of 2,880 elements
 
 
 @pytest.fixture(autouse=True)
