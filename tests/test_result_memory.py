@@ -9,9 +9,11 @@ memory kept must stay within its budget and go with ``clear_cache()``.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -167,3 +169,24 @@ def test_the_budget_comes_from_the_environment(text, kept):
         assert r.returncode != 0 and "ADAPTIVE_POOL_RESULT_CACHE_MB must be a number" in r.stderr
     else:
         assert r.returncode == 0 and r.stdout.split() == [kept], r.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_the_lock_is_held_still_allocates():
+    x = rand(SHAPE, np.float32)
+    want = ap.adaptive_avg_pool2d(x, (48, 40))
+    with results._lock:  # as if another thread were taking a block
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 if its call returns the right values
+            ok = np.array_equal(ap.adaptive_avg_pool2d(x, (48, 40)), want)
+            os._exit(0 if ok else 1)
+    for _ in range(600):  # at most a minute: a child waiting on the lock never ends
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child waited on the parent's lock")
+    assert os.waitstatus_to_exitcode(status) == 0

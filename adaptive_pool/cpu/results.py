@@ -53,6 +53,16 @@ _free: list[np.ndarray] = []  # raw uint8 blocks, oldest first
 _lock = threading.Lock()
 
 
+def _after_fork() -> None:
+    # a child forked while another thread held the lock would wait for it forever
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 class _Holder:
     """The base of every result on a block; gives the block back when it is freed."""
 
