@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -118,7 +119,8 @@ def allocator(shape: tuple[int, ...], dtype: np.dtype) -> Callable[[], np.ndarra
     for s in shape:
         nbytes *= int(s)
     if nbytes < SMALLEST or BUDGET <= 0:
-        return lambda: np.empty(shape, dtype)
+        # a partial, not a lambda: no Python frame on the prepared calls' path (0.1 us a call)
+        return partial(np.empty, shape, dtype)
     size = -(-nbytes // _CLASS) * _CLASS
 
     def from_block() -> np.ndarray:
