@@ -137,6 +137,19 @@ def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dt
             np.testing.assert_array_equal(a, b, err_msg=other)
 
 
+@pytest.mark.parametrize("height", [2**31 - 1, 2**31])
+def test_skipna_column_windows_count_in_int32_only_below_2_31(height):
+    """The column kernel counts a NaN-skipping window's numbers in int32: windows of
+    ``2**31`` elements or more go to another loop order (planned only: nothing allocated)."""
+    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
+
+    dims = (1, 1, 1, height, 40, 1, 1, 40)  # (1, None) over planes of height x 40
+    xg = (0, 40 * height, 40 * height, 40 * height, 40, 1)
+    order = CpuBackend._avg_order(np.dtype(np.float32), xg, dims, True, True)
+    assert (order == "columns") == (height < 2**31)
+    assert CpuBackend._avg_order(np.dtype(np.float32), xg, dims, True, False) == "columns"
+
+
 def test_skipna_must_be_a_bool():
     x = np.ones((2, 4), F32)
     check(TypeError, "skipna", ap.adaptive_avg_pool1d, x, 2, skipna="yes")

@@ -388,7 +388,8 @@ class CpuBackend:
         )
         # windows one column wide, (1, None): a row of columns is one vector, too short in
         # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6)
-        if sized_windows and ow == w and w > 1 and (w >= kernels.LANES or not lanewise):
+        if (sized_windows and ow == w and w > 1 and (w >= kernels.LANES or not lanewise)
+                and (not skipna or _longest(d, od) * _longest(h, oh) < 1 << 31)):  # int32 counts
             return "columns"
         rows = _ROW_RUN * ow <= w and _windows_along_rows(dims, xg)  # (1-D problems)
         if (

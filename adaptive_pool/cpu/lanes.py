@@ -4,7 +4,8 @@ lane-order sum of a run (:func:`run_sum`, NaN-skipping or not) or of a window of
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
-(:func:`number_bits`). Each works in blocks of 32 elements and a masked load (or store) for
+(:func:`number_bits`, or returned as a word, :func:`number_word`) and count a span of such a
+word (:func:`span_count`). Each works in blocks of 32 elements and a masked load (or store) for
 the last ``n % 32``, so a short run is one masked operation, not a scalar loop. Over
 ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes copied side by side
 (:func:`interleave_planes`, a transpose in registers), one element of each added into its own
@@ -536,6 +537,20 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     return sig, codegen
 
 
+def _number_word(builder, run, n):
+    """An i64 with bit ``i`` set where ``run[i]`` is not NaN, for ``i < n <= 64``."""
+    word = ir.IntType(64)
+    bits = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+
+    def block(off, mask, _):
+        ok = builder.bitcast(run.numbers(run.load(off, mask), mask), ir.IntType(_LANES))
+        builder.store(builder.or_(builder.load(bits), builder.shl(builder.zext(ok, word), off)),
+                      bits)
+
+    _blocks(builder, n, block)
+    return builder.load(bits)
+
+
 @intrinsic
 def number_bits(typingctx, out, o, src, b, n):
     """``out[o]``: bit ``i`` set where ``src[b + i]`` is not NaN, for ``i < n <= 64`` (``out``:
@@ -547,20 +562,44 @@ def number_bits(typingctx, out, o, src, b, n):
 
     def codegen(context, builder, signature, args):
         run = _Run(context, builder, signature.args[2], args[2], args[3])
-        word = ir.IntType(64)
-        bits = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
-
-        def block(off, mask, _):
-            ok = builder.bitcast(run.numbers(run.load(off, mask), mask), ir.IntType(_LANES))
-            part = builder.shl(builder.zext(ok, word), off)
-            builder.store(builder.or_(builder.load(bits), part), bits)
-
-        _blocks(builder, args[4], block)
         out = _data(context, builder, signature.args[0], args[0])
-        builder.store(builder.load(bits), builder.gep(out, [args[1]]))
+        builder.store(_number_word(builder, run, args[4]), builder.gep(out, [args[1]]))
         return context.get_dummy_value()
 
     return types.none(out, i64, src, i64, i64), codegen
+
+
+@intrinsic
+def number_word(typingctx, src, b, n):
+    """:func:`number_bits`'s word, returned: bit ``i`` of an int64 set where ``src[b + i]`` is
+    not NaN, for ``i < n <= 64``."""
+    if not _storage(src):
+        return None
+    i64 = types.int64
+
+    def codegen(context, builder, signature, args):
+        run = _Run(context, builder, signature.args[0], args[0], args[1])
+        return _number_word(builder, run, args[2])
+
+    return i64(src, i64, i64), codegen
+
+
+@intrinsic
+def span_count(typingctx, bits, lo, hi):
+    """How many of bits ``lo .. hi - 1`` of the int64 ``bits`` are set (``0 <= lo < hi <=
+    64``): a mask and a ``popcnt``."""
+    i64 = types.int64
+    if not all(isinstance(a, types.Integer) for a in (bits, lo, hi)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        word = ir.IntType(64)
+        v, lo, hi = (context.cast(builder, a, t, i64) for a, t in zip(args, signature.args))
+        width = builder.sub(hi, lo)
+        ones = builder.lshr(ir.Constant(word, -1), builder.sub(ir.Constant(word, 64), width))
+        return _popcount(builder, builder.and_(v, builder.shl(ones, lo)))
+
+    return i64(bits, lo, hi), codegen
 
 
 @intrinsic
