@@ -282,7 +282,14 @@ def _accumulate(builder, run, off, mask, acc, cnt):
     acc_ty = acc.type.pointee
     d = _decode(builder, v, run.dtype, acc_ty)
     if cnt is not None:
-        ok = run.numbers(v, mask)
+        if run.dtype == types.int16:
+            # bfloat16 tested once decoded, in the float32 lanes the select takes (bfloat16
+            # 128x2048x7x7 -> 1 4.3-4.8 -> 3.9-4.1 ms); float16 keeps the test of its bits
+            # (decoded, 1.1-1.5x as long)
+            ok = builder.fcmp_ordered("ord", d, d)
+            ok = ok if mask is None else builder.and_(ok, mask)
+        else:
+            ok = run.numbers(v, mask)
         d = builder.select(ok, d, ir.Constant(acc_ty, None))
         builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
     builder.store(builder.fadd(builder.load(acc), d), acc)
