@@ -1001,9 +1001,10 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
-    # skipna with windows one d deep (``cnt`` empty): the item counts its output rows'
-    # windows itself, just before it reads the same rows of x again (from cache), instead
-    # of a pass of count_valid over all of x first
+    # skipna with ``cnt`` empty: the item counts its output rows' windows itself, just
+    # before it reads the same rows of x again (from cache), instead of a pass of
+    # count_valid over all of x first; windows over several d are counted once for the
+    # slabs of the same output planes (whole-plane items: see the reuse below)
     fused = skip is not None and cnt.size == 0
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
@@ -1032,12 +1033,14 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             if part.size < need:
                 part = scratch(go, need)
             if fused:
-                if lc.size < nh * OW:
-                    lc = np.empty(nh * OW, np.int64)
+                if lc.size < (od1 - od0) * nh * OW:
+                    lc = np.empty((od1 - od0) * nh * OW, np.int64)
                 xp = x0 + n * xn + c * xc
-                for oh in range(oh0, oh1):
-                    _count_row(x, xp, xd, xh, xw, tab[sd + d], tab[ed + d], tab[sh + oh],
-                               tab[eh + oh], W, col, ws, we, lc, (oh - oh0) * OW)
+                for od in range(od0, od1):
+                    for oh in range(oh0, oh1):
+                        _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od], tab[sh + oh],
+                                   tab[eh + oh], W, col, ws, we, lc,
+                                   ((od - od0) * nh + oh - oh0) * OW)
             gb = g0 + n * gn + c * gc
             for od in range(od0, od1):
                 vd = tab[ed + od] - tab[sd + od]
@@ -1046,7 +1049,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                     load_row(go, gb + od * gd + oh * gh, gw, OW, g)
                     if skip is not None:  # each window's count of non-NaN elements
                         counts = lc if fused else cnt
-                        cr = (oh - oh0) * OW if fused else (((n * C + c) * OD + od) * OH + oh) * OW
+                        cr = (((od - od0) * nh + oh - oh0) * OW if fused
+                              else (((n * C + c) * OD + od) * OH + oh) * OW)
                         for ow in range(OW):
                             g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
                     else:
@@ -1091,7 +1095,8 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
 
     With :data:`SKIPNA`, the NaN-skipping average's gradient: output o's share is
     ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`; where ``cnt`` is
-    empty, windows one d deep, each work item counts its output rows' windows first) and the
+    empty, each work item counts its output rows' windows first, once for the consecutive
+    whole-plane items of the same output planes) and the
     inputs that are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not
     read.
     """
