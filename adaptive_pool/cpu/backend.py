@@ -470,11 +470,7 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, reads_x)
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
-        # may have od == d with deeper windows, which keep their global extent), and the row
-        # gather with whole-plane items those of d axes cut into equal windows too, each
-        # counted once (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms); overlapping
-        # ones would be counted again for each set of output planes a slab lies in
-        # (2x32x32x32x32 -> 5x5x5 1.33-1.36 -> 1.90-2.02 ms)
+        # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
         if self._lanes(dims, itemsize):
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
@@ -485,6 +481,10 @@ class CpuBackend:
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows)
+            # with whole-plane items, also windows of a d axis cut into equal ones, each
+            # counted once (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms); overlapping
+            # ones would be counted again for each set of output planes a slab lies in
+            # (2x32x32x32x32 -> 5x5x5 1.33-1.36 -> 1.90-2.02 ms)
             counting = counting or (reads_x and od < d and d % od == 0 and rpi == h)
             run, serial = self._runner(kernels.avg_pool_backward, work)
             nch = self._chunks(slabs * -(-rows // rpi), serial)

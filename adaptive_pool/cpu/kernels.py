@@ -1096,9 +1096,8 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
     With :data:`SKIPNA`, the NaN-skipping average's gradient: output o's share is
     ``go[o] / cnt[o]`` (its window's non-NaN count, :func:`count_valid`; where ``cnt`` is
     empty, each work item counts its output rows' windows first, once for the consecutive
-    whole-plane items of the same output planes) and the
-    inputs that are NaN in ``x`` (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not
-    read.
+    whole-plane items of the same output planes) and the inputs that are NaN in ``x``
+    (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
     """
     for ch in prange(nchunk):
         call(_avg_backward_chunk, at, (
