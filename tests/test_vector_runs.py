@@ -10,7 +10,7 @@ import pytest
 
 from adaptive_pool.cpu.lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, interleave_planes, number_bits,
-    number_word, rows_sum, run_count, run_fill, run_sum, span_count,
+    count_ones, number_word, rows_sum, run_count, run_fill, run_sum,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -79,8 +79,8 @@ def _word(src, b, n):
 
 
 @numba.njit
-def _span(bits, lo, hi):
-    return span_count(bits, lo, hi)
+def _ones(bits):
+    return count_ones(bits)
 
 
 @numba.njit
@@ -275,7 +275,7 @@ def test_planes_added_side_by_side(dtype, skip):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_row_bits_and_window_popcounts(dtype):
     """``number_bits`` (and ``number_word``) sets bit i where element i of a row of at most 64
-    is a number (reading nothing past it); ``span_count`` counts a span of a word's bits;
+    is a number (reading nothing past it); ``count_ones`` counts a word's set bits;
     ``count_bits`` adds the bits a column mask selects over rows, for the
     ``PLANES`` planes side by side."""
     rng = np.random.default_rng(11)
@@ -287,11 +287,9 @@ def test_row_bits_and_window_popcounts(dtype):
         want = sum(1 << int(i) for i in np.flatnonzero(numbers))
         assert int(out[1]) & ((1 << 64) - 1) == want and out[0] == out[2] == -5
         assert int(_word(xs, GUARD, n)) & ((1 << 64) - 1) == want
-    # span_count: the set bits of [lo, hi) of a word, at every edge of the 64
-    word = int(rng.integers(-(2**63), 2**63 - 1, dtype=np.int64))
-    for lo, hi in ((0, 1), (0, 64), (63, 64), (5, 6), (3, 17), (31, 33), (1, 63), (40, 64)):
-        want = bin((word % (1 << 64)) >> lo & ((1 << (hi - lo)) - 1)).count("1")
-        assert _span(np.int64(word), lo, hi) == want
+    # count_ones: the set bits of a word, the sign bit included
+    for word in (0, 1, -1, -(2**63), 2**63 - 1, *rng.integers(-(2**63), 2**63 - 1, 8)):
+        assert _ones(np.int64(word)) == bin(int(word) % (1 << 64)).count("1")
     rows = 5
     bits = rng.integers(-(2**63), 2**63 - 1, (rows + 1) * PLANES, dtype=np.int64)
     for ws, we in ((0, 1), (3, 17), (0, 64), (40, 64)):

@@ -61,8 +61,8 @@ from .access import (
 )
 from .calls import call
 from .lanes import (
-    PLANES, add_block, add_numbers, add_planes, count_bits, interleave_planes, number_bits,
-    number_word, rows_sum, run_count, run_fill, run_sum, span_count, vector_runs,
+    PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
+    number_bits, number_word, rows_sum, run_count, run_fill, run_sum, vector_runs,
 )
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
@@ -840,33 +840,58 @@ def _flush_counts(col, ws, we, cnt, r0):
         col[w] = 0
 
 
+@numba.njit(inline="always")
+def _word_spans(ws, we, W, on):
+    """The windows' columns word by word, for counts from a row's bit words
+    (:func:`~adaptive_pool.cpu.lanes.number_word`, 64 columns a word): word ``j`` of a row of
+    ``W`` meets the windows ``span_k[first[j]:first[j + 1]]``, whose columns in it are the
+    bits ``span_m[...]`` of the same entries (no words unless ``on``)."""
+    nw = (W + 63) // 64 if on else 0
+    first = np.zeros(nw + 1, np.int64)
+    for ow in range(ws.size if on else 0):
+        for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
+            first[j + 1] += 1
+    for j in range(nw):
+        first[j + 1] += first[j]
+    span_k = np.empty(first[nw], np.int64)
+    span_m = np.empty(first[nw], np.int64)
+    at = first[:nw].copy()
+    for ow in range(ws.size if on else 0):
+        for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
+            lo = max(ws[ow], 64 * j) - 64 * j
+            n = min(we[ow], 64 * j + 64) - 64 * j - lo
+            span_k[at[j]] = ow
+            ones = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - n)
+            span_m[at[j]] = np.int64(ones << np.uint64(lo))
+            at[j] += 1
+    return first, span_k, span_m
+
+
 @numba.njit(**_BODY)
-def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, cnt, r0):
+def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, spans, cnt, r0):
     """``cnt[r0 + ow]``: the numbers in window ``ow`` of the output row whose band is
-    ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts).
-    Called once per output row, so compiled once rather than inlined into its two callers."""
+    ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts;
+    ``spans``: :func:`_word_spans` of the windows). Called once per output row, so compiled
+    once rather than inlined into its two callers."""
     for ow in range(ws.size):
         cnt[np.uint64(r0 + ow)] = 0
     if xw == 1 and ws.size * (d1 - d0) * (h1 - h0) <= W:
         # few rows of wide windows: each row's numbers as bits, 64 columns a word, and each
-        # window's part of a word one popcnt (a vector count of each window's run: float32
-        # 32x256x56x56 -> 7x7 27.5-30.2 -> 19.5-27.4 ms; column counts do better where
-        # bands have more rows, 64x64 -> 9x11 and 3-D)
-        OW = ws.size
+        # window's part of a word one and + popcnt with the masks of _word_spans (a vector
+        # count of each window's run: float32 32x256x56x56 -> 7x7 27.5-30.2 -> 19.5-27.4 ms;
+        # masks made per row and window: 24.3-27.9 -> 17.5-21.5 with these); column counts do
+        # better where bands have more rows (64x64 -> 9x11, 3-D; bits for every unit-stride
+        # row: 2x32x32x32x32 -> 5x5x5 1.2-1.3 -> 1.7-1.9 ms)
+        first, span_k, span_m = spans
         for d in range(d0, d1):
             for h in range(h0, h1):
                 b = xb + d * xd + h * xh
-                k0 = 0
-                for c0 in range(0, W, 64):
-                    c1 = min(W, c0 + 64)
-                    bits = number_word(x, b + c0, c1 - c0)
-                    while we[k0] <= c0:
-                        k0 += 1
-                    k = k0
-                    while k < OW and ws[k] < c1:
-                        cnt[np.uint64(r0 + k)] += span_count(bits, max(ws[k], c0) - c0,
-                                                             min(we[k], c1) - c0)
-                        k += 1
+                for j in range(first.size - 1):
+                    c0 = 64 * j
+                    bits = number_word(x, b + c0, min(W - c0, 64))
+                    for p in range(first[j], first[j + 1]):
+                        q = np.uint64(p)
+                        cnt[np.uint64(r0 + span_k[q])] += count_ones(bits & span_m[q])
         return
     rows = 0
     for d in range(d0, d1):
@@ -917,6 +942,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     bits = np.empty(0, np.int64)
     cw = np.empty(LANES, np.int32)
     wbits = _column_bits(ws, we, planes)
+    spans = _word_spans(ws, we, W, True)
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
@@ -941,7 +967,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
                     cnt[np.uint64((r0 + l * OD * OH) * OW + ow)] = cw[l]
         else:
             _count_row(x, x0 + n * xn + cb * xc, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we,
-                       cnt, (((n * C + cb) * OD + od) * OH + oh) * OW)
+                       spans, cnt, (((n * C + cb) * OD + od) * OH + oh) * OW)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
 
@@ -984,6 +1010,22 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
                 row[k] += rowd[k]
 
 
+@numba.njit(inline="always")
+def _store_numbers(a, base, stride, n, buf, off, x, xb, xs):
+    """:func:`~adaptive_pool.cpu.access.store_row` where ``x[xb + j * xs]`` is a number, +0.0
+    where it is NaN: one pass, no masked copy of the row first (float32 32x256x56x56 -> 7x7
+    21.2-22.3 -> 18.6-20.2 ms, 4x64x16x56x56 -> 4x7x7 8.0-8.6 -> 7.1-7.6, Zen 3)."""
+    z = acc(a, 0)
+    if stride == 1 and xs == 1:
+        for j in range(n):
+            v = get(x, xb + j)
+            a[np.uint64(base + j)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
+    else:
+        for j in range(n):
+            v = get(x, xb + j * xs)
+            a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
+
+
 @numba.njit(**_BODY)
 def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward`."""
@@ -997,7 +1039,6 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     g = scratch(go, OW)
     row = scratch(go, W)
     rowd = scratch(go, W)
-    rowm = scratch(go, W if skip is not None else 0)
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
@@ -1009,6 +1050,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     col = np.zeros(W if fused else 0, np.int32)
+    spans = _word_spans(ws, we, W, fused)
     lc = np.empty(0, np.int64)
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
     # prefetched ahead as in _avg_runs_chunk (float32 32x256x56x56 -> 7x7 16.0-16.9 ->
@@ -1039,7 +1081,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 for od in range(od0, od1):
                     for oh in range(oh0, oh1):
                         _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od], tab[sh + oh],
-                                   tab[eh + oh], W, col, ws, we, lc,
+                                   tab[eh + oh], W, col, ws, we, spans, lc,
                                    ((od - od0) * nh + oh - oh0) * OW)
             gb = g0 + n * gn + c * gc
             for od in range(od0, od1):
@@ -1073,14 +1115,11 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             else:
                 _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
                 src, so = row, 0
-            if skip is not None:  # NaN inputs get +0.0
-                xr = x0 + n * xn + c * xc + d * xd + h * xh
-                z = acc(go, 0)
-                for w in range(W):
-                    v = get(x, xr + w * xw)
-                    rowm[w] = src[np.uint64(so + w)] if v == v else z
-                src, so = rowm, 0
-            store_row(gi, b, iw_, W, src, so)
+            if skip is None:
+                store_row(gi, b, iw_, W, src, so)
+            else:  # NaN inputs get +0.0
+                _store_numbers(gi, b, iw_, W, src, so, x,
+                               x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
@@ -1295,6 +1334,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     bits = np.empty(H * LANES if x_bits else 0, np.int64)
     wbits = _column_bits(ws, we, x_bits)
+    spans = _word_spans(ws, we, W, x_count)
     z = acc(go, 0)
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
@@ -1330,7 +1370,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     if x_count:  # each plane's band counted at unit stride
                         for l in range(LANES):
                             _count_row(x, xb + xl[l], 0, W, 1, 0, 1, h0, h1, W, colp, ws, we,
-                                       lcnt, 0)
+                                       spans, lcnt, 0)
                             for ow in range(OW):
                                 cw[(oh * OW + ow) * LANES + l] = lcnt[ow]
                     else:

@@ -5,7 +5,7 @@ averages do over runs besides: count a run's numbers (:func:`run_count`), add th
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
 (:func:`number_bits`, or returned as a word, :func:`number_word`) and count a span of such a
-word (:func:`span_count`). Each works in blocks of 32 elements and a masked load (or store) for
+the bits of windows' columns (:func:`count_ones`). Each works in blocks of 32 elements and a masked load (or store) for
 the last ``n % 32``, so a short run is one masked operation, not a scalar loop. Over
 ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes copied side by side
 (:func:`interleave_planes`, a transpose in registers), one element of each added into its own
@@ -592,21 +592,16 @@ def number_word(typingctx, src, b, n):
 
 
 @intrinsic
-def span_count(typingctx, bits, lo, hi):
-    """How many of bits ``lo .. hi - 1`` of the int64 ``bits`` are set (``0 <= lo < hi <=
-    64``): a mask and a ``popcnt``."""
-    i64 = types.int64
-    if not all(isinstance(a, types.Integer) for a in (bits, lo, hi)):
+def count_ones(typingctx, bits):
+    """How many bits of the integer ``bits`` are set (one ``popcnt``)."""
+    if not isinstance(bits, types.Integer):
         return None
+    i64 = types.int64
 
     def codegen(context, builder, signature, args):
-        word = ir.IntType(64)
-        v, lo, hi = (context.cast(builder, a, t, i64) for a, t in zip(args, signature.args))
-        width = builder.sub(hi, lo)
-        ones = builder.lshr(ir.Constant(word, -1), builder.sub(ir.Constant(word, 64), width))
-        return _popcount(builder, builder.and_(v, builder.shl(ones, lo)))
+        return _popcount(builder, context.cast(builder, args[0], signature.args[0], i64))
 
-    return i64(bits, lo, hi), codegen
+    return i64(bits), codegen
 
 
 @intrinsic
