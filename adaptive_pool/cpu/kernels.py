@@ -872,7 +872,7 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, spans, cnt, r0
     """``cnt[r0 + ow]``: the numbers in window ``ow`` of the output row whose band is
     ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts;
     ``spans``: :func:`_word_spans` of the windows). Called once per output row, so compiled
-    once rather than inlined into its two callers."""
+    once rather than inlined into its three callers."""
     for ow in range(ws.size):
         cnt[np.uint64(r0 + ow)] = 0
     if xw == 1 and ws.size * (d1 - d0) * (h1 - h0) <= W:
