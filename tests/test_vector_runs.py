@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_block, add_numbers, add_planes, count_bits, interleave_planes, number_bits,
-    count_ones, number_word, rows_sum, run_count, run_fill, run_sum,
+    PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
+    number_bits, number_word, rows_sum, run_count, run_fill, run_sum,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum

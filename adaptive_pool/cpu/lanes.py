@@ -4,13 +4,13 @@ lane-order sum of a run (:func:`run_sum`, NaN-skipping or not) or of a window of
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
-(:func:`number_bits`, or returned as a word, :func:`number_word`) and count a span of such a
-the bits of windows' columns (:func:`count_ones`). Each works in blocks of 32 elements and a masked load (or store) for
-the last ``n % 32``, so a short run is one masked operation, not a scalar loop. Over
-``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes copied side by side
-(:func:`interleave_planes`, a transpose in registers), one element of each added into its own
-sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them), and windows'
-numbers counted from the bit masks (:func:`count_bits`).
+(:func:`number_bits`, or returned as a word, :func:`number_word`) and count the bits of such a
+word that a window's columns select (:func:`count_ones`). Each works in blocks of 32 elements
+and a masked load (or store) for the last ``n % 32``, so a short run is one masked operation,
+not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes
+copied side by side (:func:`interleave_planes`, a transpose in registers), one element of each
+added into its own sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them),
+and windows' numbers counted from the bit masks (:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
