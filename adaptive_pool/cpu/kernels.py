@@ -845,7 +845,9 @@ def _word_spans(ws, we, W, on):
     """The windows' columns word by word, for counts from a row's bit words
     (:func:`~adaptive_pool.cpu.lanes.number_word`, 64 columns a word): word ``j`` of a row of
     ``W`` meets the windows ``span_k[first[j]:first[j + 1]]``, whose columns in it are the
-    bits ``span_m[...]`` of the same entries (no words unless ``on``)."""
+    bits ``span_m[...]`` of the same entries (no words unless ``on``). A row of at most 64 is
+    one word: ``span_m[ow]`` is then window ``ow``'s columns, the masks of
+    :func:`~adaptive_pool.cpu.lanes.count_bits`."""
     nw = (W + 63) // 64 if on else 0
     first = np.zeros(nw + 1, np.int64)
     for ow in range(ws.size if on else 0):
@@ -916,17 +918,6 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, spans, cnt, r0
     _flush_counts(col, ws, we, cnt, r0)
 
 
-@numba.njit(inline="always")
-def _column_bits(ws, we, on):
-    """Window ``ow``'s columns ``[ws[ow], we[ow])`` as a 64-bit mask (rows of at most 64),
-    for :func:`~adaptive_pool.cpu.lanes.count_bits`; empty unless ``on``."""
-    m = np.zeros(ws.size if on else 0, np.int64)
-    for ow in range(m.size):
-        for w in range(ws[ow], we[ow]):
-            m[ow] |= np.int64(1) << w
-    return m
-
-
 @numba.njit(**_BODY)
 def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
@@ -941,8 +932,8 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     col = np.zeros(0 if planes else W, np.int32)
     bits = np.empty(0, np.int64)
     cw = np.empty(LANES, np.int32)
-    wbits = _column_bits(ws, we, planes)
     spans = _word_spans(ws, we, W, True)
+    wbits = spans[2]  # (planes: rows of at most 64)
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
@@ -1333,8 +1324,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     we = tab[ew : ew + OW]
     cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
     bits = np.empty(H * LANES if x_bits else 0, np.int64)
-    wbits = _column_bits(ws, we, x_bits)
-    spans = _word_spans(ws, we, W, x_count)
+    spans = _word_spans(ws, we, W, x_bits or x_count)
+    wbits = spans[2]  # (read where x_bits: rows of at most 64)
     z = acc(go, 0)
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
