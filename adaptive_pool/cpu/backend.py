@@ -398,9 +398,11 @@ class CpuBackend:
             and (_windows_are_runs(dims, xg) or rows)
         ):
             return "runs"
+        # (skipna: the 8 planes side by side, counts beside the sums, took 0.35-0.87x the
+        # direct order's time on Zen 4, every dtype, 56x56 -> 7x7 to 224x224 -> 14x14)
         if (
-            NATIVE_MASKS and rows_in_place and xg[5] == 1 and od == d and _ROWS_WIDTH * ow <= w
-            and _longest(w, ow) <= kernels.SUM_LANES
+            NATIVE_MASKS and rows_in_place and not (skipna and lanewise) and xg[5] == 1
+            and od == d and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)
         if lanewise:
