@@ -40,14 +40,19 @@ from numba.extending import intrinsic, overload
 from ..dtypes import _bitcast, bf16_decode, bf16_encode, f16_decode, f16_encode
 
 
-def _x86_feature(name: str) -> bool:
-    """Whether numba's CPU target is x86-64 with instruction set extension ``name``."""
+def _target() -> tuple[str, str, str]:
+    """Numba's CPU target: LLVM's triple, CPU name and features (empty where unknown)."""
     try:
         from numba.core.registry import cpu_target  # noqa: PLC0415
 
-        triple, _, features = cpu_target.target_context.codegen().magic_tuple()
+        return cpu_target.target_context.codegen().magic_tuple()
     except Exception:  # noqa: BLE001 - an unknown target: the portable code is always right
-        return False
+        return "", "", ""
+
+
+def _x86_feature(name: str) -> bool:
+    """Whether numba's CPU target is x86-64 with instruction set extension ``name``."""
+    triple, _, features = _target()
     return triple.startswith("x86_64") and f"+{name}" in features.split(",")
 
 
@@ -59,6 +64,11 @@ NATIVE_HALF = _x86_feature("f16c")
 #: ``lanes`` reads whole vectors inside the array (masked only at its edges) and stores tails
 #: lane by lane, and the backend's order choice keeps away from row-by-row masked loads.
 NATIVE_MASKS = _x86_feature("avx512bw")
+
+#: AVX-512 that runs 512-bit operations as two 256-bit halves (AMD Zen 4, LLVM's ``znver4``),
+#: where the average forward's rows summed in registers lost to 8 planes side by side in all
+#: but float64 (backend's order choice).
+SPLIT_512 = NATIVE_MASKS and _target()[1] == "znver4"
 
 
 @intrinsic

@@ -13,7 +13,7 @@ from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import baseline, calls, kernels, results, tiers
-from .access import NATIVE_MASKS
+from .access import NATIVE_MASKS, SPLIT_512
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -398,11 +398,17 @@ class CpuBackend:
             and (_windows_are_runs(dims, xg) or rows)
         ):
             return "runs"
-        # (skipna: the 8 planes side by side, counts beside the sums, took 0.35-0.87x the
-        # direct order's time on Zen 4, every dtype, 56x56 -> 7x7 to 224x224 -> 14x14)
+        # Where the 8 planes side by side also serve, they took on Zen 4 (SPLIT_512), against
+        # the rows summed in registers (ms, 56x56 -> 7x7, 64x64 -> 5x5, 128x128 -> 6x6,
+        # 224x224 -> 14x14): float32 6.2 / 6.1, 0.83 / 1.03, 0.41 / 0.45, 5.4 / 10.3;
+        # bfloat16 6.1 / 9.7, 0.78 / 1.17, 0.37 / 0.57, 3.7 / 9.7; float16 6.2 / 10.3 (56x56),
+        # 0.83 / 1.03 (128x128); float64 11.1 / 12.2, 1.68 / 1.65, 3.9 / 2.1, 32.6 / 24.4;
+        # with skipna 0.35-0.87x the time in every dtype. Zen 5 (512 bits wide) took the rows
+        # order in 0.4-1.0x the planes' time (_ROWS_WIDTH)
+        planes_first = lanewise and (skipna or (SPLIT_512 and itemsize != 8))
         if (
-            NATIVE_MASKS and rows_in_place and not (skipna and lanewise) and xg[5] == 1
-            and od == d and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
+            NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1 and od == d
+            and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)
         if lanewise:
@@ -793,7 +799,9 @@ _ROWWISE_WIDTH = 16
 #: longer than 32 (224x224 -> 6x6, 37: 5.0-5.3 / 3.1 row by row) loop over their segments.
 #: Only with AVX-512 (:data:`~adaptive_pool.cpu.access.NATIVE_MASKS`): with AVX2 a 32-lane
 #: masked load is four (eight for float64) and the order took 2-2.5x the time of 8 planes side
-#: by side on Zen 3 (56x56 -> 7x7 float32 18.3 / 8.3 ms, 64x64 -> 5x5 2.1 / 1.0).
+#: by side on Zen 3 (56x56 -> 7x7 float32 18.3 / 8.3 ms, 64x64 -> 5x5 2.1 / 1.0); on Zen 4
+#: (:data:`~adaptive_pool.cpu.access.SPLIT_512`) for float64 only, and never with skipna,
+#: where 8 planes side by side serve (:meth:`CpuBackend._avg_order`).
 _ROWS_WIDTH = 8
 
 #: Average windows along rows of unit stride (1-D problems) at least this wide on average are
