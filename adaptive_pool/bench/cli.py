@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
                    help="samples per block; the two processes' blocks alternate (default 3, "
                         "--quick 2)")
     p.add_argument("--warmup", type=int, default=2, help="untimed calls per side (default 2)")
+    p.add_argument("--gap-ms", type=float, default=20.0,
+                   help="idle time before each block, so that the other process's OpenMP "
+                        "threads, which spin a few ms after their work, are asleep (default 20)")
     p.add_argument("--min-sample-ms", type=float, default=None,
                    help="each sample times enough calls to last this long (default 10, "
                         "--quick 2)")
@@ -141,8 +144,9 @@ def _header(meta: dict[str, Any]) -> list[str]:
     env = meta["environment"]
     lines.append("  environment: " + (", ".join(f"{k}={v}" for k, v in env.items())
                                       if env else "no thread or allocator settings"))
+    gap = f", {meta['gap_ms']:g} ms idle before each block" if meta.get("gap_ms") else ""
     lines.append(f"  {meta['repeat']} samples per side in blocks of {meta['block']}, each "
-                 f"sample >= {meta['min_sample_ms']} ms; figures are medians")
+                 f"sample >= {meta['min_sample_ms']} ms{gap}; figures are medians")
     return lines + [""]
 
 
@@ -212,8 +216,9 @@ def main(argv: list[str]) -> int:
             return 2
         settings = Settings(repeat=repeat, block=block, warmup=args.warmup,
                             min_sample_s=(args.min_sample_ms if args.min_sample_ms is not None
-                                          else 2 if q else 10) / 1e3, seed=seed)
-        meta.update(seed=seed, random=n_random, repeat=repeat, block=block,
+                                          else 2 if q else 10) / 1e3, seed=seed,
+                            gap_s=args.gap_ms / 1e3)
+        meta.update(seed=seed, random=n_random, repeat=repeat, block=block, gap_ms=args.gap_ms,
                     min_sample_ms=settings.min_sample_s * 1e3, warmup=args.warmup,
                     index_dtype=args.index_dtype, with_torch=with_torch, backends=backends)
         res = run_cases(workers, cases, settings, _progress(len(cases), args.quiet),
