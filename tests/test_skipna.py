@@ -108,7 +108,8 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
 )
 def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
     """The CPU average backward's kernels (row blocks of one plane, counted column by
-    column or, rows of 128 or more, row by row; 8 planes side by side with a partial last block; a window at a time where windows are runs of memory), with
+    column or, rows of 128 or more, row by row; 8 planes side by side with a partial last
+    block; a window at a time where windows are runs of memory), with
     skipna, in C order and channels-last, against the reference: shares divide by each
     window's count of numbers and NaN inputs get +0.0 (so a window without numbers, here a
     whole plane, gives nothing)."""

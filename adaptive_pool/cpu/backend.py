@@ -398,13 +398,10 @@ class CpuBackend:
             and (_windows_are_runs(dims, xg) or rows)
         ):
             return "runs"
-        # Where the 8 planes side by side also serve, they took on Zen 4 (SPLIT_512), against
-        # the rows summed in registers (ms, 56x56 -> 7x7, 64x64 -> 5x5, 128x128 -> 6x6,
-        # 224x224 -> 14x14): float32 6.2 / 6.1, 0.83 / 1.03, 0.41 / 0.45, 5.4 / 10.3;
-        # bfloat16 6.1 / 9.7, 0.78 / 1.17, 0.37 / 0.57, 3.7 / 9.7; float16 6.2 / 10.3 (56x56),
-        # 0.83 / 1.03 (128x128); float64 11.1 / 12.2, 1.68 / 1.65, 3.9 / 2.1, 32.6 / 24.4;
-        # with skipna 0.35-0.87x the time in every dtype. Zen 5 (512 bits wide) took the rows
-        # order in 0.4-1.0x the planes' time (_ROWS_WIDTH)
+        # Where 8 planes side by side also serve, they took 0.35-0.87x the time of the rows
+        # summed in registers with skipna (every dtype), and on Zen 4 (SPLIT_512) 0.38-1.02x
+        # in float32 and 16 bits but 0.91-1.86x in float64; Zen 5 took the rows in 0.4-1.0x
+        # the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
         planes_first = lanewise and (skipna or (SPLIT_512 and itemsize != 8))
         if (
             NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1 and od == d
