@@ -1039,6 +1039,11 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
+    # every column in one window (the w windows tile the row): a column's sum is its window's
+    # share, without a loop over the covering windows of one iteration
+    one_w = True
+    for w in range(W):
+        one_w &= wh[w] - wl[w] == 1
     # skipna with ``cnt`` empty: the item counts its output rows' windows itself, just
     # before it reads the same rows of x again (from cache), instead of a pass of
     # count_valid over all of x first; windows over several d are counted once for the
@@ -1097,11 +1102,15 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                             # volume as the integer product, converted once (bit-identical)
                             g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
                     q = ((od - od0) * nh + (oh - oh0)) * W
-                    for w in range(W):
-                        s = acc(go, 0)
-                        for ow in range(wl[w], wh[w]):
-                            s += g[np.uint64(ow)]
-                        part[np.uint64(q + w)] = s
+                    if one_w:
+                        for w in range(W):
+                            part[np.uint64(q + w)] = acc(go, 0) + g[np.uint64(wl[w])]
+                    else:
+                        for w in range(W):
+                            s = acc(go, 0)
+                            for ow in range(wl[w], wh[w]):
+                                s += g[np.uint64(ow)]
+                            part[np.uint64(q + w)] = s
         ib = i0 + n * in_ + c * ic + d * id_
         for h in range(h_first, h_last):
             lo, hi = tab[lh + h], tab[hh + h]
