@@ -104,7 +104,8 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
     [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
      ((2, 9, 5, 6, 7), (2, 3, 4)), ((2, 8, 6, 5, 4), (6, 2, 3)), ((2, 3, 4, 5, 6), (1, 1, 1)),
      ((2, 3, 4, 5, 6), (4, 5, 1)), ((2, 9, 7, 6), (7, 1)), ((2, 9, 3, 70), (2, 4)),
-     ((2, 9, 150), (5,)), ((1, 9, 8, 12, 12), (2, 2, 3)), ((1, 3, 9, 130), (2, 40))],
+     ((2, 9, 150), (5,)), ((1, 9, 8, 12, 12), (2, 2, 3)), ((1, 3, 9, 130), (2, 40)),
+     ((2, 9, 8, 6), (4, 3))],
 )
 def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
     """The CPU average backward's kernels (row blocks of one plane, counted column by

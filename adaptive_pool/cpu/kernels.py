@@ -1023,6 +1023,18 @@ def _store_numbers(a, base, stride, n, buf, off, x, xb, xs):
             a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
 
 
+@numba.njit(inline="always")
+def _tiles(wl, wh):
+    """Whether every column lies in exactly one window (``[wl, wh)``: the windows covering each
+    column), i.e. the windows tile the row: a column's sum is then its window's share, without
+    a loop of one iteration over its covering windows (perf: 12% of float64 4x16x28x28 -> 7x7's
+    backward went to that loop's bookkeeping)."""
+    one = True
+    for w in range(wl.size):
+        one &= wh[w] - wl[w] == 1
+    return one
+
+
 @numba.njit(**_BODY)
 def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward`."""
@@ -1039,11 +1051,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
-    # every column in one window (the w windows tile the row): a column's sum is its window's
-    # share, without a loop over the covering windows of one iteration
-    one_w = True
-    for w in range(W):
-        one_w &= wh[w] - wl[w] == 1
+    one_w = _tiles(wl, wh)
     # skipna with ``cnt`` empty: the item counts its output rows' windows itself, just
     # before it reads the same rows of x again (from cache), instead of a pass of
     # count_valid over all of x first; windows over several d are counted once for the
@@ -1345,6 +1353,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
+    one_w = _tiles(wl, wh)
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
     for it in range(it_lo, it_hi):
         c0 = cb * LANES
@@ -1432,6 +1441,11 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                             for w in range(tab[sw + ow], tab[ew + ow]):
                                 for l in range(LANES):
                                     part[np.uint64(q + w * LANES + l)] += gv[ow * LANES + l]
+                    elif one_w:
+                        for w in range(W):
+                            o = wl[w] * LANES
+                            for l in range(LANES):
+                                part[np.uint64(q + w * LANES + l)] = z + gv[np.uint64(o + l)]
                     else:
                         for w in range(W):
                             for l in range(LANES):
