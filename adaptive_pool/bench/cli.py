@@ -67,8 +67,9 @@ def parser() -> argparse.ArgumentParser:
                         "--quick 2)")
     p.add_argument("--warmup", type=int, default=2, help="untimed calls per side (default 2)")
     p.add_argument("--gap-ms", type=float, default=20.0,
-                   help="idle time before each block, so that the other process's OpenMP "
-                        "threads, which spin a few ms after their work, are asleep (default 20)")
+                   help="idle time before each block against PyTorch, so that the other "
+                        "process's OpenMP threads, which spin a few ms after their work, are "
+                        "asleep (default 20)")
     p.add_argument("--min-sample-ms", type=float, default=None,
                    help="each sample times enough calls to last this long (default 10, "
                         "--quick 2)")
@@ -144,7 +145,8 @@ def _header(meta: dict[str, Any]) -> list[str]:
     env = meta["environment"]
     lines.append("  environment: " + (", ".join(f"{k}={v}" for k, v in env.items())
                                       if env else "no thread or allocator settings"))
-    gap = f", {meta['gap_ms']:g} ms idle before each block" if meta.get("gap_ms") else ""
+    gap = (f", {meta['gap_ms']:g} ms idle before each block"
+           if meta.get("gap_ms") and meta.get("with_torch") else "")
     lines.append(f"  {meta['repeat']} samples per side in blocks of {meta['block']}, each "
                  f"sample >= {meta['min_sample_ms']} ms{gap}; figures are medians")
     return lines + [""]

@@ -195,8 +195,9 @@ def run_case(ours: Worker, theirs: Optional[Worker], case: Case, s: Settings) ->
             # each library's OpenMP threads spin for a few ms after its work (libgomp's
             # default): idle first, so that they do not run beside the other's block (with
             # PyTorch's threads spinning, ours took 13.2 us a call on 1x256x559 -> 11, IQR 50%;
-            # alone 10.0 us, IQR 2%)
-            time.sleep(s.gap_s)
+            # alone 10.0 us, IQR 2%); alone, there is no other process to wait for
+            if len(active) > 1:
+                time.sleep(s.gap_s)
             ans = _guard(w, lambda: w.request("time", samples=m))
             if "error" not in ans:
                 into.extend(ans["samples"])

@@ -50,10 +50,12 @@ def _target() -> tuple[str, str, str]:
         return "", "", ""
 
 
+_TRIPLE, _CPU, _FEATURES = _target()
+
+
 def _x86_feature(name: str) -> bool:
     """Whether numba's CPU target is x86-64 with instruction set extension ``name``."""
-    triple, _, features = _target()
-    return triple.startswith("x86_64") and f"+{name}" in features.split(",")
+    return _TRIPLE.startswith("x86_64") and f"+{name}" in _FEATURES.split(",")
 
 
 #: float16 conversions by LLVM's ``half`` type (F16C instructions) instead of integer codecs.
@@ -68,7 +70,7 @@ NATIVE_MASKS = _x86_feature("avx512bw")
 #: AVX-512 that runs 512-bit operations as two 256-bit halves (AMD Zen 4, LLVM's ``znver4``),
 #: where the average forward's rows summed in registers lost to 8 planes side by side in all
 #: but float64 (backend's order choice).
-SPLIT_512 = NATIVE_MASKS and _target()[1] == "znver4"
+SPLIT_512 = NATIVE_MASKS and _CPU == "znver4"
 
 
 @intrinsic
