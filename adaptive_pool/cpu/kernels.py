@@ -1132,6 +1132,12 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             if skip is None:
                 store_row(gi, b, iw_, W, src, so)
             else:  # NaN inputs get +0.0
+                # the next item's row h is fetched as this one's is stored, so that its count
+                # finds x in the cache rather than waiting for all its lines at once (float32
+                # 16x64x64x64 -> 9x11 2.28-3.11 -> 1.91-2.04 ms, bfloat16 8x64x224x224 -> 6x6
+                # 5.74-8.49 -> 4.82-5.23, two threads, Zen 4; 56x56 -> 7x7 as fast as before)
+                pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h + 1
+                                              + h_last - h_first) * W, end)
                 _store_numbers(gi, b, iw_, W, src, so, x,
                                x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
