@@ -1057,6 +1057,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     # count_valid over all of x first; windows over several d are counted once for the
     # slabs of the same output planes (whole-plane items: see the reuse below)
     fused = skip is not None and cnt.size == 0
+    # a fused count of windows D // OD deep reads their slabs at once, at the first of them
+    depth = D // OD if fused and nblk == 1 and OD < D else 1
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     col = np.zeros(W if fused else 0, np.int32)
@@ -1132,12 +1134,13 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             if skip is None:
                 store_row(gi, b, iw_, W, src, so)
             else:  # NaN inputs get +0.0
-                # the next item's row h is fetched as this one's is stored, so that its count
-                # finds x in the cache rather than waiting for all its lines at once (float32
-                # 16x64x64x64 -> 9x11 2.28-3.11 -> 1.91-2.04 ms, bfloat16 8x64x224x224 -> 6x6
-                # 5.74-8.49 -> 4.82-5.23, two threads, Zen 4; 56x56 -> 7x7 as fast as before)
+                # the row ``depth`` items ahead is fetched as this one is stored, so that the
+                # next count finds x in the cache rather than waiting for all its lines at once
+                # (float32 16x64x64x64 -> 9x11 2.28-3.11 -> 1.91-2.04 ms, bfloat16 8x64x224x224
+                # -> 6x6 5.74-8.49 -> 4.82-5.23; with depth, 4x64x16x56x56 -> 4x7x7 float32
+                # 5.45-5.61 -> 4.16-5.04, bfloat16 3.18-4.75 -> 2.49-2.67; two threads, Zen 4)
                 pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h + 1
-                                              + h_last - h_first) * W, end)
+                                              + (h_last - h_first) * depth) * W, end)
                 _store_numbers(gi, b, iw_, W, src, so, x,
                                x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
