@@ -47,6 +47,7 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import (
+    SPLIT_512,
     acc,
     decodes,
     enc,
@@ -564,17 +565,19 @@ def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
         call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
-def _copies_bands(x):  # pragma: no cover - typing stub
+def _narrow(x):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
-@overload(_copies_bands, inline="always")
-def _copies_bands_impl(x):
-    """Whether the 8-plane order copies the bands of planes too large to copy whole (a
-    compile-time constant): not float64's, which it reads in place (copied, 4x64x16x56x56 ->
-    4x7x7 took 1.35x as long; float32 took 0.4x)."""
-    copies = x.dtype != types.float64
-    return lambda x: copies
+@overload(_narrow, inline="always")
+def _narrow_impl(x):
+    """Whether ``x``'s elements are narrower than float64's (a compile-time constant). The
+    8-plane average forward copies the bands of such planes where they are too large to copy
+    whole, and reads float64 ones in place (copied, 4x64x16x56x56 -> 4x7x7 took 1.35x as long;
+    float32 took 0.4x); the 8-plane backward stores such planes element by element across the
+    planes (:func:`_avg_backward_lanes_chunk`)."""
+    narrow = x.dtype != types.float64
+    return lambda x: narrow
 
 
 #: Input bytes above which the 8-plane average forward prefetches the next block of planes:
@@ -636,9 +639,9 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, nl = _avg_item(tab, dims, xg, yg, LANES, oh, od, cb, n)
         # planes that fit band_limit are copied whole, once for all their output rows; other
-        # bands are copied each time (float64 ones are read in place: _copies_bands)
+        # bands are copied each time (float64 ones are read in place: _narrow)
         whole = nl * D * H * W <= band_limit
-        copy = whole or _copies_bands(x)
+        copy = whole or _narrow(x)
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
         need = (LANES if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
         if copy and band.size < need:
@@ -1473,13 +1476,24 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
-            # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
-            # against stores interleaved over the LANES planes, row by row
-            for l in range(nl):
+            if SPLIT_512 and nl == LANES and _narrow(gi):
+                # element k of each plane in turn: a plane at a time reads the lane-major rows
+                # at a stride of LANES, which LLVM vectorises with AVX-512 as gathers, slow on
+                # Zen 4 (perf: 25% of float32 64x512x14x14 -> 5x5's kernel on vgatherqps):
+                # float32 4x16x28x28 -> 7x7 37-59 -> 22-25 us, 8x128x8x14x14 -> 3x5x5 1.32-2.00
+                # -> 0.91-1.08 ms one thread, 32x256x28x28 -> 7x7 2.81-3.45 -> 1.57-2.53 two;
+                # float64's planes, 64 bytes a row of lanes, lost 1.1-1.2x
                 for k in range(H * W):
-                    put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
-                if skip is not None and not mask:  # NaN inputs get +0.0
-                    run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
+                    for l in range(LANES):
+                        put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
+            else:
+                # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
+                # against stores interleaved over the LANES planes, row by row
+                for l in range(nl):
+                    for k in range(H * W):
+                        put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
+            for l in range(nl if skip is not None and not mask else 0):  # NaN inputs: +0.0
+                run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
         else:
             for h in range(H):
                 row = rows[h * WL :]
