@@ -69,7 +69,7 @@ NATIVE_MASKS = _x86_feature("avx512bw")
 
 #: AVX-512 that runs 512-bit operations as two 256-bit halves (AMD Zen 4, LLVM's ``znver4``),
 #: where the average forward's rows summed in registers lost to 8 planes side by side in all
-#: but float64 (backend's order choice).
+#: but float64 (backend's order choice), and gathers are slow (the 8-plane backward's stores).
 SPLIT_512 = NATIVE_MASKS and _CPU == "znver4"
 
 
