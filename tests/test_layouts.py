@@ -38,6 +38,25 @@ def _same_values(view, base):
     return view
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out", [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4))]
+)
+def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
+    """Channels-last inputs of 8 channels or more, whose blocks of 8 the average forward reads
+    in place (a last block of fewer is copied), give the C-order input's bits."""
+    x = rand(shape, dtype, seed=4)
+    x[rand(shape, np.float32, seed=5) > 1.2] = np.nan
+    perm = (0, *range(2, x.ndim), 1)
+    xv = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    assert xv.strides[1] == x.itemsize
+    np.testing.assert_array_equal(_bits(xv), _bits(x))  # (NaN: the bits, not the values)
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d")
+    want = fn(x, out, skipna=skipna)
+    np.testing.assert_array_equal(_bits(fn(xv, out, skipna=skipna)), _bits(want))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("view", list(VIEWS2))
 def test_avg_any_input_layout(view, dtype):

@@ -641,7 +641,10 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         # planes that fit band_limit are copied whole, once for all their output rows; other
         # bands are copied each time (float64 ones are read in place: _narrow)
         whole = nl * D * H * W <= band_limit
-        copy = whole or _narrow(x)
+        # channels last (xc == 1): the 8 planes' elements lie side by side in x already, as
+        # the interleaved copy would hold them, so float32 and float64 are read in place
+        adjacent = xc == 1 and nl == LANES and not decodes(x)
+        copy = (whole or _narrow(x)) and not adjacent
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
         need = (LANES if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
         if copy and band.size < need:
@@ -649,8 +652,12 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         blk = n * CB + cb
         ndec = 0 if whole and blk == last else nl
         last = blk if whole else -1
-        side = copy and inter
-        if side:
+        side = adjacent or (copy and inter)
+        if adjacent:
+            bx, bb, _, bd, bh, bw, e0, _, f0, _ = _band(
+                x, xb, xc, 0, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
+            )
+        elif side:
             if whole and ndec > 0:  # the next block's planes are read next: fetched now
                 pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * LANES * xc, end)
             _plane_offsets(poff, nl, xc)
