@@ -643,6 +643,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         whole = nl * D * H * W <= band_limit
         # channels last (xc == 1): the 8 planes' elements lie side by side in x already, as
         # the interleaved copy would hold them, so float32 and float64 are read in place
+        # (_band) with one vector load an element (add_block), like that copy
         adjacent = xc == 1 and nl == LANES and not decodes(x)
         copy = (whole or _narrow(x)) and not adjacent
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
@@ -653,11 +654,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         ndec = 0 if whole and blk == last else nl
         last = blk if whole else -1
         side = adjacent or (copy and inter)
-        if adjacent:
-            bx, bb, _, bd, bh, bw, e0, _, f0, _ = _band(
-                x, xb, xc, 0, xd, xh, xw, bd0, bd1, bh0, bh1, W, band
-            )
-        elif side:
+        if copy and inter:
             if whole and ndec > 0:  # the next block's planes are read next: fetched now
                 pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * LANES * xc, end)
             _plane_offsets(poff, nl, xc)
@@ -1501,8 +1498,9 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 for l in range(nl):
                     for k in range(H * W):
                         put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
-            for l in range(nl if skip is not None and not mask else 0):  # NaN inputs: +0.0
-                run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
+            if skip is not None and not mask:  # NaN inputs get +0.0
+                for l in range(nl):
+                    run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
         else:
             for h in range(H):
                 row = rows[h * WL :]
