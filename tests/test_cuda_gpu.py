@@ -23,6 +23,7 @@ if not cuda.is_available():
 
 import adaptive_pool as ap  # noqa: E402
 from adaptive_pool import acl, bfloat16  # noqa: E402
+from adaptive_pool.cuda import to_device, to_host  # noqa: E402
 from support import bits  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -52,12 +53,12 @@ def assert_same(got: np.ndarray, expected: np.ndarray) -> None:
 def test_avg_pool2d_bigger_shapes(dtype):
     x = data((4, 16, 67, 93), dtype)
     for out in [(13, 17), (67, 93), (100, 131), (1, 1)]:
-        y = ap.adaptive_avg_pool2d(cuda.to_device(x), out)
+        y = ap.adaptive_avg_pool2d(to_device(x), out)
         y_cpu = ap.adaptive_avg_pool2d(x, out)
-        assert_same(y.copy_to_host(), y_cpu)
+        assert_same(to_host(y), y_cpu)
         go = data(y_cpu.shape, dtype, seed=1)
-        gi = ap.adaptive_avg_pool2d_backward(cuda.to_device(go), cuda.to_device(x))
-        assert_same(gi.copy_to_host(), ap.adaptive_avg_pool2d_backward(go, x))
+        gi = ap.adaptive_avg_pool2d_backward(to_device(go), to_device(x))
+        assert_same(to_host(gi), ap.adaptive_avg_pool2d_backward(go, x))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -65,29 +66,28 @@ def test_avg_pool2d_bigger_shapes(dtype):
 def test_max_pool3d_bigger_shapes(dtype, index_dtype):
     x = data((2, 8, 19, 23, 29), dtype, special=True)
     for out in [(7, 5, 11), (19, 23, 29), (25, 30, 31)]:
-        y, ind = ap.adaptive_max_pool3d(cuda.to_device(x), out, index_dtype=index_dtype)
+        y, ind = ap.adaptive_max_pool3d(to_device(x), out, index_dtype=index_dtype)
         y_cpu, ind_cpu = ap.adaptive_max_pool3d(x, out, index_dtype=index_dtype)
-        assert_same(y.copy_to_host(), y_cpu)
-        assert_same(ind.copy_to_host(), ind_cpu)
+        assert_same(to_host(y), y_cpu)
+        assert_same(to_host(ind), ind_cpu)
         go = data(y_cpu.shape, dtype, seed=2)
-        gi = ap.adaptive_max_pool3d_backward(cuda.to_device(go), cuda.to_device(x), ind)
-        assert_same(gi.copy_to_host(), ap.adaptive_max_pool3d_backward(go, x, ind_cpu))
+        gi = ap.adaptive_max_pool3d_backward(to_device(go), to_device(x), ind)
+        assert_same(to_host(gi), ap.adaptive_max_pool3d_backward(go, x, ind_cpu))
 
 
 def test_ten_runs_are_bitwise_identical():
     x = data((8, 32, 45, 61), np.float32)
     go = data((8, 32, 11, 13), np.float32, seed=3)
-    xd, god = cuda.to_device(x), cuda.to_device(go)
+    xd, god = to_device(x), to_device(go)
     v = data((2, 4, 17, 19, 23), np.float16, special=True)
-    vd = cuda.to_device(v)
+    vd = to_device(v)
     first = None
     for _ in range(10):
-        y = ap.adaptive_avg_pool2d(xd, (11, 13)).copy_to_host()
-        gi = ap.adaptive_avg_pool2d_backward(god, xd).copy_to_host()
+        y = to_host(ap.adaptive_avg_pool2d(xd, (11, 13)))
+        gi = to_host(ap.adaptive_avg_pool2d_backward(god, xd))
         ym, ind = ap.adaptive_max_pool3d(vd, (5, 6, 7))
-        gm = ap.adaptive_max_pool3d_backward(cuda.to_device(ym.copy_to_host()), vd, ind)
-        run = [bits(a) for a in (y, gi, ym.copy_to_host(), ind.copy_to_host(),
-                                 gm.copy_to_host())]
+        gm = ap.adaptive_max_pool3d_backward(to_device(to_host(ym)), vd, ind)
+        run = [bits(a) for a in (y, gi, to_host(ym), to_host(ind), to_host(gm))]
         if first is None:
             first = run
         else:
@@ -103,8 +103,8 @@ def test_more_than_2_31_elements():
     x = rng.standard_normal((1, 1, h, w), dtype=np.float32).astype(np.float16)
     assert x.size > 2**31
     out = (1024, 256)  # windows of ~64 x 128: enough threads, bounded serial sums
-    y = ap.adaptive_avg_pool2d(cuda.to_device(x), out)
-    assert_same(y.copy_to_host(), ap.adaptive_avg_pool2d(x, out))
+    y = ap.adaptive_avg_pool2d(to_device(x), out)
+    assert_same(to_host(y), ap.adaptive_avg_pool2d(x, out))
 
 
 # -- PyTorch --------------------------------------------------------------------------------------

@@ -325,6 +325,8 @@ def to_device(a: np.ndarray, stream: Any = None) -> Any:
 def to_host(a: Any) -> np.ndarray:
     """Copy a Numba, CuPy or PyTorch CUDA array back to a NumPy array of the same dtype."""
     if hasattr(a, "copy_to_host"):
+        if a.dtype.itemsize == 2 and a.dtype.kind == "V":  # bfloat16 exports no buffer format
+            return a.view(np.uint16).copy_to_host().view(a.dtype)
         return a.copy_to_host()
     if hasattr(a, "get"):  # CuPy
         return a.get()
