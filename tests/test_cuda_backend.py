@@ -100,6 +100,36 @@ def permuted(d, axes):
 
 
 # -- every operator and dtype --------------------------------------------------------------------
+# -- the grid-stride loops' coordinates ----------------------------------------------------------
+@pytest.mark.parametrize("radix", [(1, 1, 1, 1), (3, 1, 5, 2), (2, 7, 3, 4), (5, 4, 1, 9)])
+@pytest.mark.parametrize("stride", [1, 2, 7, 16, 61, 1000])
+def test_grid_stride_steps_are_the_divisions(radix, stride):
+    """Advancing by the stride's digits with carries gives what dividing each item gives."""
+    from adaptive_pool.cuda.kernels import _split, _step  # noqa: PLC0415
+
+    C, A, B, E = radix
+    total = 3 * C * A * B * E
+    q = _split(stride, C, A, B, E)
+    for start in range(min(stride, total)):
+        coords = _split(start, C, A, B, E)
+        for t in range(start + stride, total + stride, stride):
+            coords = _step(*coords, *q, C, A, B, E)
+            assert coords == _split(t, C, A, B, E)
+
+
+def test_grid_stride_steps_beyond_2_32():
+    from adaptive_pool.cuda.kernels import _split, _step  # noqa: PLC0415
+
+    C, A, B, E = 4099, 1023, 997, 1031
+    stride = 132 * 16 * 128 + 5
+    t = 2**41 + 12345
+    coords, q = _split(t, C, A, B, E), _split(stride, C, A, B, E)
+    for _ in range(5000):
+        t += stride
+        coords = _step(*coords, *q, C, A, B, E)
+        assert coords == _split(t, C, A, B, E)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape, out", [((1, 2, 5, 7), (3, 4)), ((2, 2, 3), (3, 5))], ids=["down", "up-unbatched"]

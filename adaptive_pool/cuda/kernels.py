@@ -66,6 +66,31 @@ def _split(t, C, A, B, E):
     return n, p - n * C, a, b, e
 
 
+@numba.njit(inline="always")
+def _step(n, c, a, b, e, qn, qc, qa, qb, qe, C, A, B, E):
+    """``(n, c, a, b, e)`` advanced by the grid's stride ``(qn, qc, qa, qb, qe)`` (both as
+    :func:`_split` gives them), carrying from digit to digit: a grid-stride loop's next item
+    without dividing. A 64-bit division is a long instruction sequence on a GPU, and the
+    backwards' one thread per input element paid eight per element."""
+    e += qe
+    if e >= E:
+        e -= E
+        b += 1
+    b += qb
+    if b >= B:
+        b -= B
+        a += 1
+    a += qa
+    if a >= A:
+        a -= A
+        c += 1
+    c += qc
+    if c >= C:
+        c -= C
+        n += 1
+    return n + qn, c, a, b, e
+
+
 #: Lanes of the average's summation order (a warp's width).
 LANES = 32
 
@@ -97,8 +122,10 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
         lanes = cuda.local.array(LANES, acc_t)
-        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(g, C, OD, OH, OW)
+        while t < N * C * OD * OH * OW:
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             w0, w1 = tab[sw + ow], tab[ew + ow]
@@ -129,6 +156,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
             s = lanes[0]
             # k is the volume; with skipna an all-NaN window divides 0 by 0: NaN
             y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(acc_t(s / acc_t(count)))
+            t += g
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
     @cuda.jit
     def count_valid(x, xg, cnt, tab, dims):
@@ -136,8 +165,10 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         N, C, D, H, W, OD, OH, OW = dims
         sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
         x0, xn, xc, xd, xh, xw = xg
-        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(g, C, OD, OH, OW)
+        while t < N * C * OD * OH * OW:
             xb = x0 + n * xn + c * xc
             count = 0
             for d in range(tab[sd + od], tab[ed + od]):
@@ -148,6 +179,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                         if v == v:
                             count += 1
             cnt[t] = count
+            t += g
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
     @cuda.jit
     def avg_pool_backward(go, gog, gi, gig, tab, dims, x, xg, cnt):
@@ -161,8 +194,10 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         g0, gn, gc, gd, gh, gw = gog
         i0, in_, ic, id_, ih_, iw_ = gig
         x0, xn, xc, xd, xh, xw = xg
-        for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
-            n, c, d, h, w = _split(t, C, D, H, W)
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, d, h, w = _split(t, C, D, H, W)
+        qn, qc, qd, qh, qw = _split(g, C, D, H, W)
+        while t < N * C * D * H * W:
             gb = g0 + n * gn + c * gc
             cb = (n * C + c) * OD
             ow0, ow1 = tab[lw + w], tab[hw + w]
@@ -190,6 +225,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                         sh_ += sw_
                     s += sh_
             gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
+            t += g
+            n, c, d, h, w = _step(n, c, d, h, w, qn, qc, qd, qh, qw, C, D, H, W)
 
     @cuda.jit
     def max_pool(x, xg, y, yg, ind, ig, tab, dims):
@@ -204,8 +241,10 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         x0, xn, xc, xd, xh, xw = xg
         y0, yn, yc, yd, yh, yw = yg
         j0, jn, jc, jd, jh, jw = ig
-        for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-            n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(g, C, OD, OH, OW)
+        while t < N * C * OD * OH * OW:
             d0, d1 = tab[sd + od], tab[ed + od]
             h0, h1 = tab[sh + oh], tab[eh + oh]
             w0, w1 = tab[sw + ow], tab[ew + ow]
@@ -231,6 +270,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                             seen = True
             y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = x[bpos]
             ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw] = bk
+            t += g
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
     @cuda.jit
     def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
@@ -244,8 +285,10 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         g0, gn, gc, gd, gh, gw = gog
         j0, jn, jc, jd, jh, jw = ig
         i0, in_, ic, id_, ih_, iw_ = gig
-        for t in range(cuda.grid(1), N * C * D * H * W, cuda.gridsize(1)):
-            n, c, d, h, w = _split(t, C, D, H, W)
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, d, h, w = _split(t, C, D, H, W)
+        qn, qc, qd, qh, qw = _split(g, C, D, H, W)
+        while t < N * C * D * H * W:
             k = (d * H + h) * W + w
             gb = g0 + n * gn + c * gc
             jb = j0 + n * jn + c * jc
@@ -259,6 +302,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                         if np.int64(ind[jr + ow * jw]) == k:
                             s += acc_t(decode(go[gr + ow * gw]))
             gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
+            t += g
+            n, c, d, h, w = _step(n, c, d, h, w, qn, qc, qd, qh, qw, C, D, H, W)
 
     return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid)
 
@@ -269,14 +314,18 @@ def first_bad_index(ind, ig, tab, dims, flag):
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
-    for t in range(cuda.grid(1), N * C * OD * OH * OW, cuda.gridsize(1)):
-        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+    t, g = cuda.grid(1), cuda.gridsize(1)
+    n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+    qn, qc, qd, qh, qw = _split(g, C, OD, OH, OW)
+    while t < N * C * OD * OH * OW:
         k = np.int64(ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw])
         if not index_in_window(
             k, H, W, tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh], tab[sw + ow],
             tab[ew + ow],
         ):
             cuda.atomic.min(flag, 0, t)
+        t += g
+        n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
 
 @cuda.jit
@@ -284,9 +333,13 @@ def fill_zero(a, ag, shape):
     """Write 0 to every element of a (up to) 5-D array given as flat storage + geometry."""
     a0, s0, s1, s2, s3, s4 = ag
     n0, n1, n2, n3, n4 = shape
-    for t in range(cuda.grid(1), n0 * n1 * n2 * n3 * n4, cuda.gridsize(1)):
-        i0, i1, i2, i3, i4 = _split(t, n1, n2, n3, n4)
+    t, g = cuda.grid(1), cuda.gridsize(1)
+    i0, i1, i2, i3, i4 = _split(t, n1, n2, n3, n4)
+    q0, q1, q2, q3, q4 = _split(g, n1, n2, n3, n4)
+    while t < n0 * n1 * n2 * n3 * n4:
         a[a0 + i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3 + i4 * s4] = 0
+        t += g
+        i0, i1, i2, i3, i4 = _step(i0, i1, i2, i3, i4, q0, q1, q2, q3, q4, n1, n2, n3, n4)
 
 
 #: Storage dtype -> (decode, encode, accumulation type); see :mod:`adaptive_pool.dtypes`.
