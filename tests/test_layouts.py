@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import adaptive_pool as ap
+import reference as ref
 from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, rand
 
 # Views of a 4-D (N, C, H, W) array other than the C-contiguous one, by name.
@@ -55,6 +56,36 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d")
     want = fn(x, out, skipna=skipna)
     np.testing.assert_array_equal(_bits(fn(xv, out, skipna=skipna)), _bits(want))
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out",
+    [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
+     ((2, 9, 4, 5), (7, 9))],
+)
+def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
+    """Channels-last inputs of 8 channels or more, whose blocks of 8 the max forward compares
+    side by side (a last block of fewer overlaps the one before), with ties, NaN (whole NaN
+    windows too) and infinities: the reference's values and indices, and the C-order input's
+    bits."""
+    x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties
+    x[rand(shape, np.float32, seed=7) > 1.1] = np.nan
+    x[rand(shape, np.float32, seed=8) > 1.6] = -np.inf
+    x[..., :2, :2] = np.nan  # windows of NaN only
+    x = x.astype(dtype)
+    perm = (0, *range(2, x.ndim), 1)
+    xv = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    assert xv.strides[1] == x.itemsize
+    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
+    y, ind = fn(xv, out, skipna=skipna)
+    want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
+    np.testing.assert_array_equal(ind, want_i)
+    np.testing.assert_array_equal(ref.to_f64(y), want_y)
+    y_c, ind_c = fn(x, out, skipna=skipna)
+    np.testing.assert_array_equal(_bits(y), _bits(y_c))
+    np.testing.assert_array_equal(ind, ind_c)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)

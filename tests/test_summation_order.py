@@ -17,7 +17,7 @@ import adaptive_pool as ap
 import reference as ref
 from support import ALL_DTYPES, DTYPE_IDS, bits, channels_last, rand
 
-ORDERS = ("direct", "rowwise", "lanewise", "columns", "runs")
+ORDERS = ("direct", "rowwise", "lanewise", "columns", "runs", "channels")
 
 # (shape, output size): windows from 1 to 100 elements
 CASES = [
@@ -54,12 +54,14 @@ def _views(x):
 def _valid(order, shape, osz, view):
     """Whether ``order`` can take the case: columns need windows one column wide, runs
     windows that are one contiguous run (global pooling or whole rows of a C-order view) or
-    lie along rows of unit stride (OH == H)."""
+    lie along rows of unit stride (OH == H), channels a view whose channels are adjacent."""
     out = tuple(i if o is None else o for o, i in zip(osz, shape[-2:]))
     if order == "columns":
         return out[-1] == shape[-1] > 1
     if order == "runs":
         return view == "c" and (out[0] == shape[-2] or out == (1, 1))
+    if order == "channels":
+        return view == "cl"  # (channels one element apart)
     return True
 
 
@@ -69,7 +71,7 @@ def _valid(order, shape, osz, view):
 def test_every_loop_order_sums_in_lane_order(order, dtype, skipna, knobs):
     rng = np.random.default_rng(7)
     for shape, osz in CASES:
-        if not _valid(order, shape, osz, "c"):
+        if not any(_valid(order, shape, osz, view) for view in ("c", "cl")):
             continue
         x = rand(shape, dtype, seed=len(shape) + shape[-1])
         if skipna:

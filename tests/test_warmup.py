@@ -42,10 +42,10 @@ def test_each_group_reaches_its_kernels_in_a_fresh_process():
         "print(sum(warm(n, ['float32', 'bfloat16'], ['int32']) for n in kernel_names()))"
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    # 5 average forwards (direct, rowwise, lanewise, runs, columns), the average backward with
-    # its counts, its lanes and its runs, the max forward and its runs, the sparse backward,
-    # the check + gather: 14 a dtype
-    assert int(r.stdout.split()[-1]) == 14 * 2
+    # 6 average forwards (direct, rowwise, lanewise, runs, columns, channels), the average
+    # backward with its counts, its lanes and its runs, the max forward, its runs and its
+    # channels, the sparse backward, the check + gather: 16 a dtype
+    assert int(r.stdout.split()[-1]) == 16 * 2
 
 
 def test_a_kernel_the_backend_no_longer_picks_is_an_error():

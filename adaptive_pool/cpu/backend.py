@@ -344,6 +344,11 @@ class CpuBackend:
 
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, skip, prefetch, nch)
+        elif order == "channels":
+            nch = self._chunks(n * -(-c // kernels.CHANNEL_BLOCK) * od * oh, serial)
+
+            def call(run, xf, yf):
+                run(xf, xg, yf, yg, tab, dims, skip, nch)
         elif order == "lanewise":
             limit = _DECODED_BAND
             if storage.itemsize == 8:
@@ -373,13 +378,15 @@ class CpuBackend:
         sizes, not the tables."""
         n, c, d, h, w, od, oh, ow = dims
         itemsize = storage.itemsize
+        longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
+        if _channels_adjacent(xg, c) and longest < 1 << 31:  # (int32 counts)
+            return "channels"
         # rows and runs summed straight from storage (16-bit ones decoded in registers); the
         # runs order's 16-bit runs need no decoded copy of the window then
         rows_in_place = vector_runs(storage)
         in_place = not skipna and rows_in_place
         # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
-        longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
         lanewise = (
             (c >= kernels.LANES or (c >= 3 and longest <= _FEW_PLANES_WINDOW))
             and d * h * w <= _LANEWISE_WINDOW * od * oh * ow
@@ -544,6 +551,14 @@ class CpuBackend:
 
         # (not upsampling rows: windows of 1-2 elements, each a call, ran 1.1-2x slower)
         work = _touched(dims)
+        if _channels_adjacent(xg, c) and d * h * w < 1 << 31:  # (int32 indices)
+            run, serial = self._runner(kernels.max_pool_channels, work)
+            nch = self._chunks(n * -(-c // kernels.CHANNEL_BLOCK) * od * oh, serial)
+
+            def call(run, xf, yf, jf):
+                run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
+
+            return _bind(call, (run,), like, base, skipna)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         if runs and d * h * w < 1 << 31:  # (int32 positions)
             run, serial = self._runner(kernels.max_pool_runs, work)
@@ -727,6 +742,12 @@ def _row_windows(tab: np.ndarray, dims, *geometries) -> bool:
     return _windows_along_rows(dims, *geometries) and _sized_axes(tab, dims, 2)
 
 
+def _channels_adjacent(xg, c: int) -> bool:
+    """Whether the kernels of the channels-last layout serve: the channels adjacent in memory
+    (element stride 1, PyTorch's ``channels_last``) and at least 8 of them."""
+    return xg[2] == 1 and c >= kernels.LANES
+
+
 def _touched(dims) -> int:
     """The elements a pooling call touches, inputs and outputs (what decides whether it runs
     on the calling thread: :data:`_SERIAL_WORK`)."""
@@ -774,8 +795,8 @@ def _longest(i: int, o: int) -> int:
 
 
 #: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",
-#: (for windows one column wide only) "columns" or (for windows that are one run of memory
-#: only) "runs".
+#: (for windows one column wide only) "columns", (for windows that are one run of memory
+#: only) "runs" or (for channels one element apart only) "channels".
 _FORCE_ORDER = None
 
 #: The counts the plain average backward does not read.

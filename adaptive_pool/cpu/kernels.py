@@ -117,6 +117,10 @@ LANES = PLANES
 #: flattened (d, h, w) order is added into lane ``k % SUM_LANES``.
 SUM_LANES = 32
 
+#: Channels a work item of the channels-last kernels (:func:`avg_pool_channels`,
+#: :func:`max_pool_channels`) takes side by side: a unit-stride run of them each element.
+CHANNEL_BLOCK = 64
+
 
 #: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
 #: (``SKIPNA``). Kernels test it as ``skip is not None`` right in each branch condition: with
@@ -563,6 +567,74 @@ def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
     vectorised loop along the contiguous row) and the halving steps combine whole rows."""
     for ch in prange(nchunk):
         call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+
+
+@numba.njit(**_BODY)
+def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_channels`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+    x0, xn, _, xd, xh, xw = xg
+    y0, yn, yc, yd, yh, yw = yg
+    CB = -(-C // CHANNEL_BLOCK)
+    P = CHANNEL_BLOCK
+    a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
+    cnt = np.zeros(SUM_LANES * P if skip is not None else 0, np.int32)
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
+    # blocks of channels vary fastest: consecutive items read the same window rows
+    cb, oh, od, n = _unravel(r_lo, CB, OH, OD)
+    for _ in range(r_lo, r_hi):
+        c = cb * P
+        nc = min(P, C - c)
+        d0, d1 = tab[sd + od], tab[ed + od]
+        h0, h1 = tab[sh + oh], tab[eh + oh]
+        xb = x0 + n * xn + c
+        yb = y0 + n * yn + c * yc + od * yd + oh * yh
+        for ow in range(OW):
+            w0, w1 = ws[ow], we[ow]
+            vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
+            _zero(a, min(vol, SUM_LANES) * P)
+            if skip is not None:
+                _zero(cnt, min(vol, SUM_LANES) * P)
+            k = 0
+            for d in range(d0, d1):
+                for h in range(h0, h1):
+                    b = xb + d * xd + h * xh
+                    for w in range(w0, w1):
+                        e = b + w * xw
+                        q = (k & (SUM_LANES - 1)) * P
+                        for l in range(nc):
+                            v = get(x, e + l)
+                            if skip is not None:
+                                # a NaN keeps its lane's place and adds nothing (+0.0 changes
+                                # no lane: one never holds -0.0)
+                                ok = v == v
+                                a[q + l] += v if ok else acc(x, 0)
+                                cnt[q + l] += np.int32(ok)
+                            else:
+                                a[q + l] += v
+                        k += 1
+            _combine(a, P, vol)
+            if skip is not None:
+                _combine(cnt, P, vol)
+            for l in range(nc):
+                put(y, yb + l * yc + ow * yw, _mean(x, a[l], cnt[l] if skip is not None else vol))
+        cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
+
+
+@numba.njit(**_JIT)
+def avg_pool_channels(at, x, xg, y, yg, tab, dims, skip, nchunk):
+    """The average forward of inputs whose channels are adjacent in memory (``xc == 1``:
+    PyTorch's channels-last layout): up to :data:`CHANNEL_BLOCK` channels at a time, each
+    window element a unit-stride run of them added into its lane's row of a ``32 x
+    CHANNEL_BLOCK`` accumulator (the contract's lane order, per channel), then the halving
+    steps on whole rows. A work item is one output row of a block of channels. The 8-plane
+    order read such an input 8 channels at a time, a half cache line (float32 channels-last
+    64x512x14x14 -> 5x5 7.0 ms against PyTorch's 1.71)."""
+    for ch in prange(nchunk):
+        call(_avg_channels_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
 def _narrow(x):  # pragma: no cover - typing stub
@@ -1864,6 +1936,75 @@ def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
 
 
+@numba.njit(**_BODY)
+def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
+    """Chunk ``ch`` of :func:`max_pool_channels`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+    x0, xn, _, xd, xh, xw = xg
+    y0, yn, yc, yd, yh, yw = yg
+    j0, jn, jc, jd, jh, jw = ig
+    CB = -(-C // CHANNEL_BLOCK)
+    knan = key_nan(x)
+    low = -knan - 1  # below every key, skipna's NaN key included
+    m = np.full(CHANNEL_BLOCK, knan)
+    at = np.empty(CHANNEL_BLOCK, np.int32)  # the in-plane index of each channel's maximum
+    v = np.empty(CHANNEL_BLOCK, x.dtype)  # and its value as stored
+    ws = tab[sw : sw + OW]
+    we = tab[ew : ew + OW]
+    r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
+    # blocks of channels vary fastest: consecutive items read the same window rows
+    cb, oh, od, n = _unravel(r_lo, CB, OH, OD)
+    for _ in range(r_lo, r_hi):
+        c = cb * CHANNEL_BLOCK
+        nc = min(CHANNEL_BLOCK, C - c)
+        d0, d1 = tab[sd + od], tab[ed + od]
+        h0, h1 = tab[sh + oh], tab[eh + oh]
+        xb = x0 + n * xn + c
+        yb = y0 + n * yn + c * yc + od * yd + oh * yh
+        jb = j0 + n * jn + c * jc + od * jd + oh * jh
+        for ow in range(OW):
+            w0, w1 = ws[ow], we[ow]
+            b = xb + d0 * xd + h0 * xh + w0 * xw
+            for l in range(nc):
+                # skipna's NaN (key ``low``) is never taken: a window of NaN only keeps its
+                # first element
+                m[l], at[l], v[l] = low, np.int32((d0 * H + h0) * W + w0), x[np.uint64(b + l)]
+            for d in range(d0, d1):
+                for h in range(h0, h1):
+                    b = xb + d * xd + h * xh
+                    q = np.int32((d * H + h) * W)
+                    for w in range(w0, w1):
+                        e = b + w * xw
+                        r = q + np.int32(w)
+                        for l in range(nc):
+                            # the first maximum, or (plain calls) the last NaN
+                            u = x[np.uint64(e + l)]
+                            k = _mkey(x, u, skip)
+                            take = (k > m[l]) | ((skip is None) & (k == knan))
+                            m[l] = max(m[l], k)
+                            at[l] = r if take else at[l]
+                            v[l] = u if take else v[l]
+            for l in range(nc):
+                y[np.uint64(yb + l * yc + ow * yw)] = v[l]
+                ind[np.uint64(jb + l * jc + ow * jw)] = at[l]
+        cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
+
+
+@numba.njit(**_JIT)
+def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
+    """The max forward of inputs whose channels are adjacent in memory (``xc == 1``:
+    PyTorch's channels-last layout): up to :data:`CHANNEL_BLOCK` channels at a time, each
+    window element a unit-stride run of them, compared channel by channel in the contract's
+    scan order (d, h, w ascending; a value is taken when its key is larger, or, in plain
+    calls, when it is NaN), keeping each channel's value and in-plane index (int32). A work
+    item is one output row of a block of channels. :func:`max_pool` reads such an input one
+    channel at a time, an element of each cache line (float32 channels-last 4-15x slower than
+    PyTorch's channels-last kernels)."""
+    for ch in prange(nchunk):
+        call(_max_channels_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
+
+
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
 MAGIC_LIMIT = np.int64(1) << 31
 
@@ -2273,6 +2414,7 @@ CHUNKS = {
     avg_pool_rowwise: _avg_rowwise_chunk,
     avg_pool_columns: _avg_columns_chunk,
     avg_pool_lanewise: _avg_lanewise_chunk,
+    avg_pool_channels: _avg_channels_chunk,
     avg_pool_runs: _avg_runs_chunk,
     count_valid: _count_chunk,
     avg_pool_backward: _avg_backward_chunk,
@@ -2280,6 +2422,7 @@ CHUNKS = {
     avg_pool_backward_runs: _avg_backward_runs_chunk,
     max_pool: _max_chunk,
     max_pool_runs: _max_runs_chunk,
+    max_pool_channels: _max_channels_chunk,
     first_bad_index: _first_bad_chunk,
     max_pool_backward: _max_backward_chunk,
     max_pool_backward_sparse: _sparse_chunk,

@@ -69,6 +69,23 @@ def _max(in3: tuple, out3: tuple) -> Callable[[np.dtype, np.dtype, bool], None]:
     return run
 
 
+def _channels_last(kind: str) -> Callable[[np.dtype, np.dtype, bool], None]:
+    """The average or max forward of a channels-last input of 8 channels, plain and
+    NaN-skipping."""
+
+    def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
+        x, tab, dims = _problem(storage, (1, 2, 3), (1, 1, 2), 8)
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1)).transpose(0, 4, 1, 2, 3)
+        y = np.empty((1, 8, 1, 1, 2), storage)
+        for skip in (False, True)[: 1 + skipna]:
+            if kind == "avg":
+                BACKEND.avg_pool(x, y, tab, dims, skipna=skip)
+            else:
+                BACKEND.max_pool(x, y, np.empty(y.shape, index), tab, dims, skipna=skip)
+
+    return run
+
+
 def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
     """The max backward into a result with dense planes (the sparse kernel), or into a strided
     one (the index check, then the gather). One output cell pools the whole plane, so index 0
@@ -92,6 +109,7 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
+    "avg_pool_channels": (("avg_pool_channels",), False, _channels_last("avg")),
     "avg_pool_backward": (  # (windows two d deep: a count pass when NaN-skipping)
         ("avg_pool_backward", "count_valid"), False,
         _avg_backward((2, 6, 6), (1, 2, 2), 1),
@@ -104,6 +122,7 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     ),
     "max_pool": (("max_pool",), True, _max((2, 3, 3), (1, 2, 2))),
     "max_pool_runs": (("max_pool_runs",), True, _max((2, 3, 3), (1, 1, 1))),
+    "max_pool_channels": (("max_pool_channels",), True, _channels_last("max")),
     "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
     "max_pool_backward": (
         ("first_bad_index", "max_pool_backward"), True, _max_backward(False)
