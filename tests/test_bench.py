@@ -204,6 +204,27 @@ def test_two_process_run_against_torch(tmp_path, capsys, torch):
     assert (tmp_path / "b.png").stat().st_size > 0
 
 
+def test_channels_last_inputs_against_torch(tmp_path, capsys, torch):
+    """Channels-last cases: each side gets its library's channels-last input (an NCHW view of
+    NHWC memory; PyTorch's channels_last format), and the results agree."""
+    path = tmp_path / "bench.json"
+    status = main(["bench", "--quiet", "--repeat", "1", "--block", "1", "--warmup", "1",
+                   "--min-sample-ms", "1", "--dtypes", "float32", "--seed", "3",
+                   "--ops", "2d,3d", "--shapes", "2x9x11x13:4x5", "1x8x5x6x7:2x3x2",
+                   "--channels-last", "--json", str(path)])
+    text = capsys.readouterr().out
+    assert status == 0, text
+    cases = json.loads(path.read_text())["cases"]
+    assert len(cases) == 8
+    for c in cases:
+        assert c["source"] == "channels-last" and c["check"] in ("bitwise", "close"), c
+    cl = [s for s in suite.suite() if s.channels_last]
+    assert cl and all(s.source == "channels-last" for s in cl)
+    case = suite.cases_for(["avg2d"], ["float32"], ["cpu"], cl)[0]
+    assert suite.Case.from_json(case.to_json()) == case
+    assert not suite.cases_for(["avg2d"], ["float32"], ["cuda"], cl)  # the CPU backend only
+
+
 def test_modes_are_imported_only_when_asked_for(monkeypatch, capsys):
     monkeypatch.setitem(bench.MODES, "nosuch", "adaptive_pool.bench_nosuch")
     assert main(["bench", "nosuch", "--help"]) == 2

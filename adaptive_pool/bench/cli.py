@@ -10,6 +10,7 @@ import secrets
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from . import report
@@ -52,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
                    help="custom shapes instead of the fixed suite: 32x256x1024:64 (1-D), "
                         "32x256x56x56:7x7 (2-D), 4x64x16x56x56:4x7x7 (3-D); '_' keeps an axis "
                         "(64x512x14x14:_x1); no batch axis: 256x56x56:7x7")
+    p.add_argument("--channels-last", action="store_true",
+                   help="store the --shapes inputs (batched 2-D and 3-D) with the channels "
+                        "innermost, as PyTorch's channels_last (the CPU backend)")
     p.add_argument("--random", type=int, default=None, metavar="N",
                    help="add N shapes drawn from a generator seeded with --seed (default 6, "
                         "--quick 2, with --shapes 0)")
@@ -190,6 +194,11 @@ def main(argv: list[str]) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     n_random = args.random if args.random is not None else (0 if args.shapes else 2 if q else 6)
     shapes = list(args.shapes) if args.shapes else suite(quick=q)
+    if args.channels_last:
+        if not args.shapes or any(len(s.x) != s.rank + 2 or s.rank == 1 for s in shapes):
+            raise SystemExit("bench: --channels-last takes --shapes of batched 2-D and 3-D "
+                             "inputs (N, C, *S)")
+        shapes = [replace(s, source="channels-last", channels_last=True) for s in shapes]
     shapes += random_cases(seed, n_random, max_elements=1 << 16 if q else 1 << 22)
     with_torch = not args.no_torch
     if with_torch:

@@ -44,6 +44,10 @@ class Side:
         host = a.view(bfloat16) if dtype == "bfloat16" else a
         return self._cuda.to_device(host) if self._cuda else host
 
+    def channels_last(self, a: np.ndarray) -> np.ndarray:
+        """The same values stored with the channels (axis 1) innermost, as an NCHW view."""
+        return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+
     def sync(self) -> None:
         if self._cuda is not None:
             self._cuda.synchronize()

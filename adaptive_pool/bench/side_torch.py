@@ -47,6 +47,11 @@ class Side:
             else torch.from_numpy(a)
         return t.to(self.device, copy=True)
 
+    def channels_last(self, t: torch.Tensor) -> torch.Tensor:
+        """The same values in PyTorch's channels-last memory format (4-D and 5-D tensors)."""
+        fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+        return t.contiguous(memory_format=fmt)
+
     def sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -112,7 +112,10 @@ class Shape:
 
     x: tuple[int, ...]
     out: OutSize
-    source: str = "custom"  # suite, global, tiny, random, custom
+    source: str = "custom"  # suite, global, tiny, channels-last, random, custom
+    # the input (and gradient) stored with the channels innermost, as PyTorch's channels_last
+    # (batched 2-D and 3-D shapes): an NCHW view of NHWC memory on our side
+    channels_last: bool = False
 
     @property
     def rank(self) -> int:
@@ -175,6 +178,10 @@ def _shapes(source: str, *texts: str) -> list[Shape]:
     return [parse_shape(t, source) for t in texts]
 
 
+def _channels_last(*texts: str) -> list[Shape]:
+    return [replace(parse_shape(t, "channels-last"), channels_last=True) for t in texts]
+
+
 # Typical layers: classifier heads, detection/segmentation necks, video and audio models;
 # non-divisible sizes (overlapping windows) and upsampling (O > I) on purpose.
 _FULL = (
@@ -195,6 +202,10 @@ _FULL = (
     # per-call overhead: the kernels' work is negligible here
     + _shapes("tiny", "1x1x8:4", "2x3x17:5", "1x1x4x4:2x2", "2x3x9x10:4x3", "1x1x2x4x4:1x2x2",
               "2x3x5x9x10:2x4x3")
+    # what a channels_last model hands the layer (the CPU backend only: a CUDA copy in is
+    # C-order)
+    + _channels_last("32x256x56x56:7x7", "64x512x14x14:5x5", "128x2048x7x7:1x1",
+                     "4x64x16x56x56:4x7x7")
 )
 
 _QUICK = (
@@ -207,7 +218,8 @@ _QUICK = (
 
 
 def suite(quick: bool = False) -> list[Shape]:
-    """The fixed shapes: typical layers, global pooling for every rank, tiny shapes.
+    """The fixed shapes: typical layers, global pooling for every rank, tiny shapes,
+    channels-last inputs.
 
     Parameters
     ----------
@@ -280,11 +292,13 @@ class Case:
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "dtype": self.dtype, "backend": self.backend,
                 "x_shape": list(self.shape.x), "out_size": list(self.shape.out),
-                "source": self.shape.source, "index_dtype": self.index_dtype}
+                "source": self.shape.source, "index_dtype": self.index_dtype,
+                "channels_last": self.shape.channels_last}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Case":
-        shape = Shape(tuple(d["x_shape"]), tuple(d["out_size"]), d.get("source", "custom"))
+        shape = Shape(tuple(d["x_shape"]), tuple(d["out_size"]), d.get("source", "custom"),
+                      bool(d.get("channels_last", False)))
         return Case(d["op"], d["dtype"], d["backend"], shape, d.get("index_dtype", "int32"))
 
     @property
@@ -305,7 +319,7 @@ def cases_for(ops: list[str], dtypes: list[str], backends: list[str], shapes: li
         for op in ops
         for dt in dtypes
         for s in shapes
-        if s.rank == OPS[op].rank
+        if s.rank == OPS[op].rank and not (s.channels_last and be == "cuda")
     ]
 
 

@@ -120,9 +120,9 @@ class Server:
 
         def make(shape: tuple[int, ...]) -> Any:
             a = self.data.make_array(rng, shape, case.dtype)
-            if dtype is None:
-                return side.put(a, case.dtype)
-            return side.put(self.data.values(a, case.dtype), dtype)
+            a = side.put(a, case.dtype) if dtype is None else side.put(
+                self.data.values(a, case.dtype), dtype)
+            return side.channels_last(a) if case.shape.channels_last else a
 
         x = make(case.shape.x)
         go = make(case.shape.y) if spec.backward else None
