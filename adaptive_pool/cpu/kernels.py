@@ -292,9 +292,9 @@ def _band_impl(x, xb, xc, nl, xd, xh, xw, d0, d1, h0, h1, W, band):
 
 @numba.njit(inline="always")
 def _avg_item(tab, dims, xg, yg, lanes, oh, od, cb, n):
-    """Where work item ``(n, cb, od, oh)`` of the average forward reads and writes:
-    ``(d0, d1, h0, h1, c0, xb, yb, vdh, nl)`` (window band, first plane, bases, band area,
-    planes)."""
+    """Where work item ``(n, cb, od, oh)`` of the average forward (and of the channels-last
+    max) reads and writes: ``(d0, d1, h0, h1, c0, xb, yb, vdh, nl)`` (window band, first plane,
+    bases, band area, planes)."""
     _, C, _, _, _, _, _, _ = dims
     sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
     x0, xn, xc, _, _, _ = xg
@@ -573,9 +573,9 @@ def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
 def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    x0, xn, _, xd, xh, xw = xg
-    y0, yn, yc, yd, yh, yw = yg
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    _, _, _, xd, xh, xw = xg
+    yc, yw = yg[2], yg[5]
     CB = -(-C // CHANNEL_BLOCK)
     P = CHANNEL_BLOCK
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
@@ -586,12 +586,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     # blocks of channels vary fastest: consecutive items read the same window rows
     cb, oh, od, n = _unravel(r_lo, CB, OH, OD)
     for _ in range(r_lo, r_hi):
-        c = cb * P
-        nc = min(P, C - c)
-        d0, d1 = tab[sd + od], tab[ed + od]
-        h0, h1 = tab[sh + oh], tab[eh + oh]
-        xb = x0 + n * xn + c
-        yb = y0 + n * yn + c * yc + od * yd + oh * yh
+        d0, d1, h0, h1, _, xb, yb, _, nc = _avg_item(tab, dims, xg, yg, P, oh, od, cb, n)
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
@@ -1940,11 +1935,12 @@ def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
 def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_channels`."""
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    x0, xn, _, xd, xh, xw = xg
-    y0, yn, yc, yd, yh, yw = yg
-    j0, jn, jc, jd, jh, jw = ig
+    _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
+    _, _, _, xd, xh, xw = xg
+    yc, yw = yg[2], yg[5]
+    jc, jw = ig[2], ig[5]
     CB = -(-C // CHANNEL_BLOCK)
+    P = CHANNEL_BLOCK
     knan = key_nan(x)
     low = -knan - 1  # below every key, skipna's NaN key included
     m = np.full(CHANNEL_BLOCK, knan)
@@ -1953,16 +1949,12 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
-    # blocks of channels vary fastest: consecutive items read the same window rows
     cb, oh, od, n = _unravel(r_lo, CB, OH, OD)
     for _ in range(r_lo, r_hi):
-        c = cb * CHANNEL_BLOCK
-        nc = min(CHANNEL_BLOCK, C - c)
-        d0, d1 = tab[sd + od], tab[ed + od]
-        h0, h1 = tab[sh + oh], tab[eh + oh]
-        xb = x0 + n * xn + c
-        yb = y0 + n * yn + c * yc + od * yd + oh * yh
-        jb = j0 + n * jn + c * jc + od * jd + oh * jh
+        # (the average's items: blocks of channels vary fastest, so consecutive items read
+        # the same window rows)
+        d0, d1, h0, h1, _, xb, yb, _, nc = _avg_item(tab, dims, xg, yg, P, oh, od, cb, n)
+        jb = _avg_item(tab, dims, xg, ig, P, oh, od, cb, n)[6]
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             b = xb + d0 * xd + h0 * xh + w0 * xw
