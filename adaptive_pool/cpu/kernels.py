@@ -119,7 +119,7 @@ SUM_LANES = 32
 
 #: Channels a work item of the channels-last kernels (:func:`avg_pool_channels`,
 #: :func:`max_pool_channels`) takes side by side: a unit-stride run of them each element.
-CHANNEL_BLOCK = 64
+CHANNEL_BLOCK = 128
 
 
 #: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
