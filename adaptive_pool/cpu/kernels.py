@@ -1931,6 +1931,23 @@ def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
 
 
+@numba.njit(inline="always")
+def _fold_channels(x, e, nc, m, at, v, r, skip, knan):
+    """Fold the run ``x[e:e+nc]`` (in-plane position ``r`` of ``nc`` channels' windows) into
+    each channel's largest key ``m``, its position ``at`` and its value ``v``: the first
+    maximum, or (plain calls) the last NaN. A function of its own, LLVM vectorises it (inline in
+    the loop nest it stayed scalar; bfloat16 64x512x14x14 -> 5x5 3.6-4.4 -> 2.5-3.7 ms)."""
+    for l in range(nc):
+        i = np.uint64(l)
+        u = x[np.uint64(e + l)]
+        k = _mkey(x, u, skip)
+        mk, ak, vk = m[i], at[i], v[i]
+        take = (k > mk) | ((skip is None) & (k == knan))
+        m[i] = max(mk, k)
+        at[i] = np.int32(r) if take else ak
+        v[i] = u if take else vk
+
+
 @numba.njit(**_BODY)
 def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_channels`."""
@@ -1967,16 +1984,7 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
                     b = xb + d * xd + h * xh
                     q = np.int32((d * H + h) * W)
                     for w in range(w0, w1):
-                        e = b + w * xw
-                        r = q + np.int32(w)
-                        for l in range(nc):
-                            # the first maximum, or (plain calls) the last NaN
-                            u = x[np.uint64(e + l)]
-                            k = _mkey(x, u, skip)
-                            take = (k > m[l]) | ((skip is None) & (k == knan))
-                            m[l] = max(m[l], k)
-                            at[l] = r if take else at[l]
-                            v[l] = u if take else v[l]
+                        _fold_channels(x, b + w * xw, nc, m, at, v, q + np.int32(w), skip, knan)
             for l in range(nc):
                 y[np.uint64(yb + l * yc + ow * yw)] = v[l]
                 ind[np.uint64(jb + l * jc + ow * jw)] = at[l]
@@ -1994,7 +2002,9 @@ def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     channel at a time, an element of each cache line (float32 channels-last 4-15x slower than
     PyTorch's channels-last kernels)."""
     for ch in prange(nchunk):
-        call(_max_channels_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
+        call(_max_channels_chunk, at, (
+            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk
+        ))
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
