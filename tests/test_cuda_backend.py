@@ -99,7 +99,6 @@ def permuted(d, axes):
     return _Interface(d, desc)
 
 
-# -- every operator and dtype --------------------------------------------------------------------
 # -- the grid-stride loops' coordinates ----------------------------------------------------------
 @pytest.mark.parametrize("radix", [(1, 1, 1, 1), (3, 1, 5, 2), (2, 7, 3, 4), (5, 4, 1, 9)])
 @pytest.mark.parametrize("stride", [1, 2, 7, 16, 61, 1000])
@@ -130,6 +129,7 @@ def test_grid_stride_steps_beyond_2_32():
         assert coords == _split(t, C, A, B, E)
 
 
+# -- every operator and dtype --------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape, out", [((1, 2, 5, 7), (3, 4)), ((2, 2, 3), (3, 5))], ids=["down", "up-unbatched"]
@@ -392,7 +392,8 @@ def test_empty_grad_output_gives_zeros():
     x = data((1, 2, 3, 4), np.float16)
     go = cuda.device_array((1, 2, 0, 4), np.float16)
     gi_big = dev(np.full((1, 2, 3, 8), np.nan, np.float16))
-    gi = ap.adaptive_avg_pool2d_backward(go, dev(x), out=gi_big[:, :, :, ::2])  # Numba's device arrays take no `...`
+    # (Numba's device arrays take no `...`)
+    gi = ap.adaptive_avg_pool2d_backward(go, dev(x), out=gi_big[:, :, :, ::2])
     g = host(gi_big)
     assert np.all(bits(g[..., ::2]) == 0)
     assert np.all(np.isnan(g[..., 1::2]))  # untouched
