@@ -708,11 +708,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         # planes that fit band_limit are copied whole, once for all their output rows; other
         # bands are copied each time (float64 ones are read in place: _narrow)
         whole = nl * D * H * W <= band_limit
-        # channels last (xc == 1): the 8 planes' elements lie side by side in x already, as
-        # the interleaved copy would hold them, so float32 and float64 are read in place
-        # (_band) with one vector load an element (add_block), like that copy
-        adjacent = xc == 1 and nl == LANES and not decodes(x)
-        copy = (whole or _narrow(x)) and not adjacent
+        copy = whole or _narrow(x)
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
         need = (LANES if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
         if copy and band.size < need:
@@ -720,8 +716,8 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         blk = n * CB + cb
         ndec = 0 if whole and blk == last else nl
         last = blk if whole else -1
-        side = adjacent or (copy and inter)
-        if copy and inter:
+        side = copy and inter
+        if side:
             if whole and ndec > 0:  # the next block's planes are read next: fetched now
                 pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * LANES * xc, end)
             _plane_offsets(poff, nl, xc)
@@ -1955,14 +1951,14 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, _, xd, xh, xw = xg
     yc, yw = yg[2], yg[5]
-    jc, jw = ig[2], ig[5]
+    j0, jn, jc, jd, jh, jw = ig
     CB = -(-C // CHANNEL_BLOCK)
     P = CHANNEL_BLOCK
     knan = key_nan(x)
     low = -knan - 1  # below every key, skipna's NaN key included
-    m = np.full(CHANNEL_BLOCK, knan)
-    at = np.empty(CHANNEL_BLOCK, np.int32)  # the in-plane index of each channel's maximum
-    v = np.empty(CHANNEL_BLOCK, x.dtype)  # and its value as stored
+    m = np.full(P, knan)  # (the keys' type; each output sets them)
+    at = np.empty(P, np.int32)  # the in-plane index of each channel's maximum
+    v = np.empty(P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -1970,8 +1966,8 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     for _ in range(r_lo, r_hi):
         # (the average's items: blocks of channels vary fastest, so consecutive items read
         # the same window rows)
-        d0, d1, h0, h1, _, xb, yb, _, nc = _avg_item(tab, dims, xg, yg, P, oh, od, cb, n)
-        jb = _avg_item(tab, dims, xg, ig, P, oh, od, cb, n)[6]
+        d0, d1, h0, h1, c0, xb, yb, _, nc = _avg_item(tab, dims, xg, yg, P, oh, od, cb, n)
+        jb = j0 + n * jn + c0 * jc + od * jd + oh * jh
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             b = xb + d0 * xd + h0 * xh + w0 * xw
