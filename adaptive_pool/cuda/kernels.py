@@ -67,28 +67,23 @@ def _split(t, C, A, B, E):
 
 
 @numba.njit(inline="always")
+def _carry(d, q, carry, R):
+    """Digit ``d + q + carry`` of radix ``R`` (``d, q < R``, ``carry`` 0 or 1) and its carry."""
+    d += q + carry
+    return (d - R, 1) if d >= R else (d, 0)
+
+
+@numba.njit(inline="always")
 def _step(n, c, a, b, e, qn, qc, qa, qb, qe, C, A, B, E):
     """``(n, c, a, b, e)`` advanced by the grid's stride ``(qn, qc, qa, qb, qe)`` (both as
     :func:`_split` gives them), carrying from digit to digit: a grid-stride loop's next item
     without dividing. A 64-bit division is a long instruction sequence on a GPU, and the
     backwards' one thread per input element paid eight per element."""
-    e += qe
-    if e >= E:
-        e -= E
-        b += 1
-    b += qb
-    if b >= B:
-        b -= B
-        a += 1
-    a += qa
-    if a >= A:
-        a -= A
-        c += 1
-    c += qc
-    if c >= C:
-        c -= C
-        n += 1
-    return n + qn, c, a, b, e
+    e, k = _carry(e, qe, 0, E)
+    b, k = _carry(b, qb, k, B)
+    a, k = _carry(a, qa, k, A)
+    c, k = _carry(c, qc, k, C)
+    return n + qn + k, c, a, b, e
 
 
 #: Lanes of the average's summation order (a warp's width).
