@@ -39,7 +39,7 @@ warmup: $(VENV)/.installed-demo
 test: $(VENV)/.installed-test
 	$(PY) -m adaptive_pool warmup
 	$(PY) -m pytest -q -n auto -m "not cudasim"
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -m cudasim
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -n auto -m cudasim
 
 # The API reference, from the docstrings; any Sphinx warning is an error.
 docs: $(VENV)/.installed-test

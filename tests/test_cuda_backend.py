@@ -253,6 +253,42 @@ def test_the_family_skipping_nan(dtype, rank, shape, out):
     np.testing.assert_array_equal(host(ind), want_i)
 
 
+WARP_CASES = [  # (input, output): windows of 1 to 180 elements, 1 to 3 axes, overlapping
+    ((2, 3, 20, 9), (1, 1)),
+    ((1, 2, 13, 37), (3, 2)),
+    ((1, 3, 5, 9, 7), (2, 1, 3)),
+    ((2, 1, 3, 4), (3, 4)),
+]
+# the simulator runs a thread per simulated thread: two dtypes (the 16-bit codecs are shared)
+WARP_DTYPES = DTYPES[::3] if SIMULATOR else DTYPES
+
+
+@pytest.mark.parametrize("dtype", WARP_DTYPES, ids=DTYPE_IDS[::3] if SIMULATOR else DTYPE_IDS)
+@pytest.mark.parametrize("skipna", [False, True], ids=["nan", "skipna"])
+@pytest.mark.parametrize("shape, out", WARP_CASES, ids=[f"{s}->{o}" for s, o in WARP_CASES])
+def test_warp_per_window_forwards(monkeypatch, dtype, skipna, shape, out):
+    """The forwards' warp-per-window kernels (forced here for every window size) give the CPU's
+    bits, as the thread-per-window kernels do: NaN, ties, infinities, all-NaN and all -inf
+    windows, a reversed input."""
+    from adaptive_pool.cuda import backend  # noqa: PLC0415
+
+    rank = len(out)
+    x = data(shape, dtype, seed=11, special=True)
+    planes = x.reshape(-1, *shape[2:])
+    planes[1] = np.nan  # whole windows of NaN
+    planes[-1] = -np.inf
+    planes[-1].reshape(-1)[: planes[-1].size // 3] = np.nan  # NaN first, then -inf only
+    planes[0].reshape(-1)[5::7] = np.nan
+    avg, mx = (getattr(ap, f"adaptive_{k}_pool{rank}d") for k in ("avg", "max"))
+    monkeypatch.setattr(backend, "WARP_WINDOW", 0)
+    assert_bitwise(avg(dev(x), out, skipna=skipna), avg(x, out, skipna=skipna))
+    xr = reversed_w(dev(np.ascontiguousarray(x[..., ::-1])))
+    ym, ind = mx(xr, out, skipna=skipna, index_dtype=np.int64)
+    ym_cpu, ind_cpu = mx(x, out, skipna=skipna, index_dtype=np.int64)
+    assert_bitwise(ym, ym_cpu)
+    assert_bitwise(ind, ind_cpu)
+
+
 # -- layouts -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, bfloat16], ids=["f32", "bf16"])
 def test_strided_inputs_and_outputs(dtype):

@@ -95,6 +95,25 @@ def test_ten_runs_are_bitwise_identical():
                 np.testing.assert_array_equal(a, b)
 
 
+def test_launches_take_the_lean_path_once_checked():
+    """Every kernel's arguments, as launch.py marshals them, equal Numba's own marshalling (a
+    numba-cuda that lays them out otherwise keeps its own path: correct, but slower)."""
+    from adaptive_pool.cuda import launch  # noqa: PLC0415
+
+    if not launch.LEAN:
+        pytest.skip("ADAPTIVE_POOL_CUDA_LAUNCH=numba")
+    for dtype in (np.float32, bfloat16):
+        x = to_device(data((2, 3, 9, 10), dtype))
+        for skipna in (False, True):
+            for _ in range(2):  # the first launch of each kernel checks, the second is lean
+                y, i = ap.adaptive_max_pool2d(x, (4, 5), skipna=skipna, index_dtype=np.int64)
+                ap.adaptive_max_pool2d_backward(y, x, i)
+                ap.adaptive_avg_pool2d_backward(ap.adaptive_avg_pool2d(x, 3, skipna=skipna), x,
+                                                skipna=skipna)
+    lean = launch.lean_launches()
+    assert len(lean) >= 12 and all(lean.values()), lean
+
+
 @pytest.mark.slow
 def test_more_than_2_31_elements():
     """64-bit offsets: a float16 input of 2**31 + 2**15 elements."""

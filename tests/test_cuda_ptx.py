@@ -64,7 +64,7 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
     a = _arr(STORAGE[storage]) if storage else None
     j = _arr(INDEX[index]) if index else None
     if kernel == "first_bad_index":
-        fn, sig = K.first_bad_index, (j, G6, TAB, G8, types.int64[::1])
+        fn, sig = K.first_bad_index, (j, G6, TAB, G8, types.uint64[::1])
     elif kernel == "fill_zero":
         fn, sig = K.fill_zero, (a, G6, types.UniTuple(I64, 5))
     else:
@@ -72,9 +72,11 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
         fn = getattr(K.kernels_for(STORAGE[storage], skipna == "skipna"), name)
         sig = {
             "avg_pool": (a, G6, a, G6, TAB, G8),
+            "avg_pool_warps": (a, G6, a, G6, TAB, G8),
             "avg_pool_backward": (a, G6, a, G6, TAB, G8, a, G6, types.int64[::1]),
             "count_valid": (a, G6, types.int64[::1], TAB, G8),
             "max_pool": (a, G6, a, G6, j, G6, TAB, G8),
+            "max_pool_warps": (a, G6, a, G6, j, G6, TAB, G8),
             "max_pool_backward": (a, G6, j, G6, a, G6, TAB, G8),
         }[name]
     ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
@@ -82,11 +84,14 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
 
 
 CASES = (
-    [(k, s, None) for k in ("avg_pool", "avg_pool/skipna") for s in STORAGE]
+    [(k, s, None) for k in ("avg_pool", "avg_pool/skipna", "avg_pool_warps",
+                            "avg_pool_warps/skipna") for s in STORAGE]
     + [(k, s, None) for k in ("avg_pool_backward", "avg_pool_backward/skipna") for s in STORAGE]
     + [("count_valid/skipna", s, None) for s in STORAGE]
     + [("max_pool", s, i) for s in STORAGE for i in INDEX]
     + [("max_pool/skipna", s, "i32") for s in STORAGE]
+    + [(k, s, i) for k in ("max_pool_warps", "max_pool_warps/skipna") for s in STORAGE
+       for i in INDEX]
     + [("max_pool_backward", s, i) for s in STORAGE for i in INDEX]
     + [("first_bad_index", None, i) for i in INDEX]
     + [("fill_zero", s, None) for s in ("f16", "f32", "f64")]  # uint16/32/64 views in real use
@@ -108,14 +113,14 @@ def test_kernel_compiles_to_ptx(case, cc):
     assert ".ftz" not in ptx, "flush-to-zero would change subnormal results"
     assert not re.search(r"\bfma\.", ptx), "a fused multiply-add rounds differently"
     assert "div.approx" not in ptx and "div.full" not in ptx
-    if kernel.partition("/")[0] in ("avg_pool", "avg_pool_backward"):
+    if kernel.partition("/")[0] in ("avg_pool", "avg_pool_warps", "avg_pool_backward"):
         acc = "f64" if storage == "f64" else "f32"
         assert f"div.rn.{acc}" in ptx
     if storage in ("f16", "bf16") and kernel != "fill_zero":
         # the codecs are bit manipulation: no half-precision types or conversions needed
         assert not re.search(r"\.(b?f16)\b", ptx)
     if kernel == "first_bad_index":
-        assert "atom.global.min.s64" in ptx
+        assert "atom.global.min.u64" in ptx
 
 
 def test_numpy_use_never_imports_numba_cuda():

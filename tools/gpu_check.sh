@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One run of every check that needs a real NVIDIA GPU, for a machine lent for a few minutes:
 # versions, a smoke test with first-call (compile) times and PyTorch's backward determinism,
+# where a small call's host time goes,
 # the GPU benchmark against PyTorch CUDA, the CPU warm-up the oracles need, the real-GPU tests,
 # the 2**31-element test, and kernel against call times (CUDA events, then Nsight Compute).
-# Each stage has its own time limit (7 minutes in all) and the run goes on after a failure.
-# Results (8 files) go under $OUT (default gpu-check/). Installs nothing but the wheels carried
+# Each stage has its own time limit (8 minutes in all) and the run goes on after a failure.
+# Results (9 files) go under $OUT (default gpu-check/). Installs nothing but the wheels carried
 # in .whl/: it uses the machine's python3 (numba, numba-cuda, torch, ml_dtypes, pytest-xdist)
 # with this checkout on sys.path.
 #
 #   OUT=/tmp/gpu tools/gpu_check.sh            # or: BENCH_DTYPES=float32,bfloat16 tools/gpu_check.sh
+#   STAGES="host bench tests" tools/gpu_check.sh  # only these stages
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check}
@@ -25,6 +27,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 stage() {  # stage NAME SECONDS CMD...: run with a limit, log to $OUT/NAME.txt, record the time
     local name=$1 limit=$2; shift 2
+    if [ -n "${STAGES:-}" ] && [[ " $STAGES " != *" $name "* ]]; then return; fi
     local t0=$SECONDS
     timeout -k 10 "$limit" "$@" >"$OUT/$name.txt" 2>&1
     local rc=$?
@@ -52,6 +55,7 @@ nice -n 10 timeout -k 10 330 $PY -m adaptive_pool warmup --jobs $(( $(nproc) > 6
     >/tmp/adaptive_pool-warmup.txt 2>&1 &
 WARMUP=$!
 stage smoke 60 $PY tools/gpu_smoke.py
+stage host 60 $PY tools/gpu_host.py
 stage bench 120 $PY -m adaptive_pool bench --backends cuda --seed 20261201 \
     --dtypes "${BENCH_DTYPES:-float32}" --repeat 6 --block 3 --min-sample-ms 3 \
     --gap-ms 1 --json "$OUT/bench.json"
@@ -60,6 +64,6 @@ tail -n 5 /tmp/adaptive_pool-warmup.txt >>"$OUT/env.txt"
 stage tests 90 $PY -m pytest -q -n "$JOBS" -p no:cacheprovider -m "not slow" --tb=short \
     tests/test_cuda_backend.py tests/test_cuda_gpu.py tests/test_cuda_interop.py
 stage slow 50 $PY -m pytest -q -p no:cacheprovider -m slow --tb=short tests/test_cuda_gpu.py
-stage kernels 40 $PY tools/gpu_kernels.py
-stage ncu 50 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+stage kernels 60 $PY tools/gpu_kernels.py
+stage ncu 80 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
     $PY tools/gpu_kernels.py --once

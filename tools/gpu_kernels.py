@@ -22,6 +22,15 @@ CASES = [  # (input shape, output size)
     ((128, 2048, 7, 7), (1, 1)),
     ((4, 64, 16, 56, 56), (4, 7, 7)),
 ]
+# the forwards again with a thread, then a warp per window (backend.WARP_WINDOW)
+WINDOW_CASES = CASES + [
+    ((4, 64, 8, 28, 28), (1, 1, 1)),
+    ((2, 32, 32, 32, 32), (5, 5, 5)),
+    ((16, 64, 64, 64), (9, 11)),
+    ((32, 256, 28, 28), (28, 1)),
+    ((16, 64, 64, 64), (4, 4)),
+    ((8, 256, 32, 32), (2, 2)),
+]
 
 
 def calls(shape, out):
@@ -83,6 +92,35 @@ def main() -> None:
             tw, tb = per_call(theirs[op])
             label = "x".join(map(str, shape)) + "->" + "x".join(map(str, out))
             print(f"{label:34s} {op:13s} {ow:10.1f} {ob:10.1f} {tw:10.1f} {tb:11.1f}")
+    windows(once)
+
+
+def windows(once: bool) -> None:
+    """The forwards with a thread per window, then a warp per window."""
+    from adaptive_pool.cuda import backend
+
+    saved = backend.WARP_WINDOW
+    print(f"\n{'case':34s} {'op':5s} {'volume':>7s} {'thread burst':>12s} {'warp burst':>10s} "
+          f"{'torch burst':>11s}  (us per call)")
+    for shape, out in WINDOW_CASES:
+        ours, theirs = calls(shape, out)
+        volume = np.prod(shape[2:]) / np.prod(out)
+        label = "x".join(map(str, shape)) + "->" + "x".join(map(str, out))
+        for op in ("avg", "max"):
+            times = []
+            for window in (10**18, 0):
+                backend.WARP_WINDOW = window
+                if once:
+                    ours[op]()
+                    torch.cuda.synchronize()
+                else:
+                    times.append(per_call(ours[op])[1])
+            backend.WARP_WINDOW = saved
+            if once:
+                continue
+            tb = per_call(theirs[op])[1]
+            print(f"{label:34s} {op:5s} {volume:7.0f} {times[0]:12.1f} {times[1]:10.1f} "
+                  f"{tb:11.1f}")
 
 
 if __name__ == "__main__":

@@ -6,16 +6,16 @@ no interface: their memory is a NumPy array). They are read through a :class:`De
 (pointer, shape, byte strides, dtype), never through the library that made them, so neither
 CuPy nor PyTorch is imported unless the caller's arrays are theirs.
 
-Kernels get the memory an array spans as a flat 1-D Numba device array plus
-``(offset, *strides)`` in elements (:func:`flat`), like
+Kernels get the memory an array spans as a flat run (:class:`~adaptive_pool.cuda.launch.Flat`)
+plus ``(offset, *strides)`` in elements (:func:`flat`), like
 :func:`adaptive_pool.cpu.backend.flat_geometry`, so one compiled kernel per dtype serves every
 layout.
 """
 
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from ..dispatch import SIMULATOR_MODULES
 from ..dtypes import bfloat16
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from .kernels import SIMULATOR
+from .launch import Flat
 
 if SIMULATOR:  # pragma: no cover - depends on the process's mode
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _FakeCUDAArray
@@ -61,50 +62,66 @@ def _dtype(typestr: str) -> np.dtype:
     return np.dtype(typestr)
 
 
-@dataclass(frozen=True)
 class DeviceView:
     """A strided view of device memory, independent of the library that owns it.
 
     ``ptr`` is the address of element ``(0, ..., 0)``; ``strides`` are in bytes. In the simulator
-    ``host`` is the NumPy array holding the memory (``ptr`` is then unused).
+    ``host`` is the NumPy array holding the memory (``ptr`` is then unused). A class with slots,
+    not a dataclass: a call makes several, and a frozen dataclass costs microseconds each.
     """
 
-    owner: Any
-    kind: str
-    ptr: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: np.dtype
-    readonly: bool = False
-    stream: int | None = None
-    host: np.ndarray | None = None
+    __slots__ = ("owner", "kind", "ptr", "shape", "strides", "dtype", "readonly", "stream",
+                 "host")
+
+    def __init__(
+        self,
+        owner: Any,
+        kind: str,
+        ptr: int,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: np.dtype,
+        readonly: bool = False,
+        stream: int | None = None,
+        host: np.ndarray | None = None,
+    ) -> None:
+        self.owner, self.kind, self.ptr, self.shape, self.strides = owner, kind, ptr, shape, strides
+        self.dtype, self.readonly, self.stream, self.host = dtype, readonly, stream, host
+
+    def __repr__(self) -> str:
+        return (f"DeviceView({self.kind}, ptr={self.ptr:#x}, shape={self.shape}, "
+                f"strides={self.strides}, dtype={self.dtype})")
+
+    def _with(self, ptr: int, shape: tuple, strides: tuple, dtype: np.dtype, host: Any
+              ) -> "DeviceView":
+        return DeviceView(self.owner, self.kind, ptr, shape, strides, dtype, self.readonly,
+                          self.stream, host)
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def as_dtype(self, dtype: np.dtype) -> "DeviceView":
         """The same memory read as another dtype of the same itemsize."""
         dtype = np.dtype(dtype)
-        if self.host is not None:
-            return replace(self, dtype=dtype, host=self.host.view(dtype))
-        return replace(self, dtype=dtype)
+        host = None if self.host is None else self.host.view(dtype)
+        return self._with(self.ptr, self.shape, self.strides, dtype, host)
 
     def expand(self, axis: int) -> "DeviceView":
         """Insert a singleton axis at ``axis``."""
         if self.host is not None:
             host = np.expand_dims(self.host, axis)
-            return replace(self, shape=host.shape, strides=host.strides, host=host)
+            return self._with(self.ptr, host.shape, host.strides, self.dtype, host)
         shape = self.shape[:axis] + (1,) + self.shape[axis:]
         strides = self.strides[:axis] + (0,) + self.strides[axis:]
-        return replace(self, shape=shape, strides=strides)
+        return self._with(self.ptr, shape, strides, self.dtype, None)
 
     def index(self, pos: tuple[int, ...]) -> "DeviceView":
         """The 0-D view of element ``pos``."""
         if self.host is not None:
-            return replace(self, shape=(), strides=(), host=self.host[tuple(pos) + (Ellipsis,)])
+            return self._with(0, (), (), self.dtype, self.host[tuple(pos) + (Ellipsis,)])
         ptr = self.ptr + sum(int(i) * s for i, s in zip(pos, self.strides))
-        return replace(self, ptr=ptr, shape=(), strides=())
+        return self._with(ptr, (), (), self.dtype, None)
 
 
 def _interface(a: object) -> dict:
@@ -136,7 +153,7 @@ def device_view(a: object, argument: str = "array") -> DeviceView:
     if cai.get("mask") is not None:
         raise AdaptivePoolTypeError(f"{argument}: masked CUDA arrays are not supported",
                                     argument=argument)
-    shape = tuple(int(s) for s in cai["shape"])
+    shape = tuple(map(int, cai["shape"]))
     dtype = _dtype(cai["typestr"])
     strides = cai.get("strides")
     if strides is None:  # C-contiguous
@@ -144,58 +161,57 @@ def device_view(a: object, argument: str = "array") -> DeviceView:
         for n in reversed(shape):
             strides.append(step)
             step *= max(n, 1)
-        strides = tuple(reversed(strides))
+        strides.reverse()
     ptr, readonly = cai["data"]
     return DeviceView(
-        a, kind, int(ptr or 0), shape, tuple(int(s) for s in strides), dtype, bool(readonly),
+        a, kind, int(ptr or 0), shape, tuple(map(int, strides)), dtype, bool(readonly),
         cai.get("stream"),
     )
 
 
-def _check_element_strides(v: DeviceView, argument: str) -> None:
-    item = v.dtype.itemsize
-    if any(s % item for n, s in zip(v.shape, v.strides) if n > 1):
-        raise AdaptivePoolValueError(
-            f"{argument} has byte strides {v.strides} that are not multiples of its itemsize "
-            f"({item}); pass a contiguous copy",
-            argument=argument,
-        )
-
-
-def span(v: DeviceView) -> tuple[int, int, tuple[int, ...]]:
+def span(v: DeviceView, argument: str = "array") -> tuple[int, int, tuple[int, ...]]:
     """The memory a non-empty view spans: ``(address, elements, (offset, *strides))``.
 
     ``address`` is the lowest element's, ``offset`` and ``strides`` are in elements from it (as
-    :func:`adaptive_pool.cpu.backend.flat_geometry` computes them for NumPy arrays).
+    :func:`adaptive_pool.cpu.backend.flat_geometry` computes them for NumPy arrays). Byte
+    strides that are not whole elements are a ValueError naming ``argument``.
     """
     item = v.dtype.itemsize
-    strides = tuple(s // item if n > 1 else 0 for n, s in zip(v.shape, v.strides))
-    low = sum((n - 1) * s for n, s in zip(v.shape, strides) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(v.shape, strides) if s > 0)
-    return v.ptr + low * item, high - low + 1, (-low,) + strides
+    strides, low, high = [], 0, 0
+    for n, s in zip(v.shape, v.strides):
+        if n > 1:
+            if s % item:
+                raise AdaptivePoolValueError(
+                    f"{argument} has byte strides {v.strides} that are not multiples of its "
+                    f"itemsize ({item}); pass a contiguous copy",
+                    argument=argument,
+                )
+            s //= item
+            if s < 0:
+                low += (n - 1) * s
+            else:
+                high += (n - 1) * s
+            strides.append(s)
+        else:
+            strides.append(0)
+    return v.ptr + low * item, high - low + 1, (-low, *strides)
 
 
-def flat(v: DeviceView, argument: str = "array") -> tuple[Any, tuple[int, ...]]:
-    """A flat 1-D device array over the memory ``v`` spans and ``(offset, *strides)`` in elements.
+def flat(v: DeviceView, argument: str = "array") -> tuple[Flat, tuple[int, ...]]:
+    """The memory ``v`` spans as a :class:`~adaptive_pool.cuda.launch.Flat` run and
+    ``(offset, *strides)`` in elements.
 
-    Any strides work (negative, zero, channels-last) without a copy. The alias is writeable:
+    Any strides work (negative, zero, channels-last) without a copy. The run is writeable:
     kernels never write their inputs.
     """
-    _check_element_strides(v, argument)
+    address, n, geometry = span(v, argument)
     if v.host is not None:
         a, geometry = _host_flat_geometry(v.host)
-        return _FakeCUDAArray(a), tuple(int(g) for g in geometry)
-    if v.size == 0:
-        return cuda.device_array(0, v.dtype), (0,) * (len(v.shape) + 1)
-    address, n, geometry = span(v)
-    desc = {
-        "shape": (n,),
-        "strides": None,
-        "typestr": v.dtype.str,
-        "data": (address, False),
-        "version": 3,
-    }
-    return cuda.from_cuda_array_interface(desc, owner=v.owner, sync=False), geometry
+        fake = _FakeCUDAArray(a)
+        return Flat(0, a.size, a.dtype, fake, fake), tuple(int(g) for g in geometry)
+    if 0 in v.shape:
+        return Flat(0, 0, v.dtype, v.owner), (0,) * (len(v.shape) + 1)
+    return Flat(address, n, v.dtype, v.owner), geometry
 
 
 class _Ghost:
@@ -252,14 +268,29 @@ def read_element(v: DeviceView) -> Any:
     return float(value.view(bfloat16)[0]) if dtype == bfloat16 else value[0].item()
 
 
+#: Numba stream objects by handle: making one costs microseconds (a context lookup through
+#: the driver) and a call needs one. They own nothing (an external stream is not destroyed
+#: with its wrapper), so keeping them is safe.
+_STREAMS: dict[int, Any] = {}
+
+
 def _stream_from_handle(handle: int) -> Any:
-    if handle == 0:
-        return cuda.default_stream()
-    if handle == 1:
-        return cuda.legacy_default_stream()
-    if handle == 2:
-        return cuda.per_thread_default_stream()
-    return cuda.external_stream(handle)
+    """The Numba stream of a handle (0, 1, 2: Numba's default, the legacy and the per-thread
+    default streams)."""
+    stream = _STREAMS.get(handle)
+    if stream is None:
+        if handle == 0:
+            stream = cuda.default_stream()
+        elif handle == 1:
+            stream = cuda.legacy_default_stream()
+        elif handle == 2:
+            stream = cuda.per_thread_default_stream()
+        else:
+            stream = cuda.external_stream(handle)
+        if len(_STREAMS) >= 256:
+            _STREAMS.clear()
+        _STREAMS[handle] = stream
+    return stream
 
 
 def resolve_stream(stream: Any, *views: DeviceView) -> Any:
@@ -278,7 +309,7 @@ def resolve_stream(stream: Any, *views: DeviceView) -> Any:
         for v in views:
             if v.stream is not None:
                 return _stream_from_handle(int(v.stream))
-        return cuda.default_stream()
+        return _stream_from_handle(0)
     mod = type(stream).__module__
     if mod.startswith(("numba.cuda", "numba_cuda")):
         return stream

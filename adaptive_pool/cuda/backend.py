@@ -32,14 +32,71 @@ from .arrays import (
     resolve_stream,
 )
 from .kernels import NO_BAD_INDEX, SIMULATOR
+from .launch import Flat, launch
 
 if SIMULATOR:  # pragma: no cover - depends on the process's mode
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _FakeCUDAArray
 
+    _DeviceNDArray = None
+else:
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _DeviceNDArray
+
 __all__ = ["CudaBackend", "BACKEND"]
 
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_NO_BAD = np.array([NO_BAD_INDEX], np.int64)
+_NO_BAD = int(NO_BAD_INDEX)
+
+
+class _Flag:
+    """The index check's one-element uint64 result on the device, and where it is read back.
+
+    On a GPU it is reset by a memset and read into pinned memory through the driver: Numba's
+    copies (to the device from pageable memory, back into a new array) cost ~100 us a check.
+    """
+
+    def __init__(self) -> None:
+        self.device = Flat.of(cuda.device_array(1, np.uint64))
+        self.host = None if SIMULATOR else cuda.pinned_array(1, np.uint64)
+
+    def reset(self, stream: Any) -> None:
+        if SIMULATOR:
+            self.device.numba.copy_to_device(np.full(1, NO_BAD_INDEX, np.uint64), stream=stream)
+        else:
+            _driver().cuMemsetD8Async(self.device.ptr, 0xFF, 8, stream.handle)
+
+    def read(self, stream: Any) -> int:
+        if SIMULATOR:
+            return int(self.device.numba.copy_to_host(stream=stream)[0])
+        drv = _driver()
+        drv.cuMemcpyDtoHAsync(self.host.ctypes.data, self.device.ptr, 8, stream.handle)
+        drv.cuStreamSynchronize(stream.handle)
+        return int(self.host[0])
+
+
+#: When the forwards run a warp per output window rather than a thread (the same bits either
+#: way): windows of at least WARP_WINDOW elements on average, or of an eighth of that when
+#: there are at most WARP_FEW outputs (too few threads to fill the GPU). Nsight Compute on an
+#: H200 (docs/gpu.md): warps 23x faster on 256 windows of 6,272, 2.3x on 18,432 of 1,394 and 3x
+#: on 8,000 of 262; threads 1.3-1.6x faster on 16,384 and 50,176 windows of 256, and several
+#: times faster on many small windows.
+WARP_WINDOW = 1024
+WARP_FEW = 8192
+
+
+def _warps(dims: tuple[int, ...]) -> bool:
+    n, c, d, h, w, od, oh, ow = dims
+    cells = od * oh * ow
+    volume = d * h * w
+    return volume >= WARP_WINDOW * cells or (
+        8 * volume >= WARP_WINDOW * cells and n * c * cells <= WARP_FEW
+    )
+
+
+def _driver() -> Any:
+    """Numba's wrapper of the CUDA driver API (it raises CudaAPIError on errors)."""
+    from numba.cuda.cudadrv.driver import driver  # noqa: PLC0415
+
+    return driver
 
 
 class _BoundTable:
@@ -49,14 +106,14 @@ class _BoundTable:
     that stream that still reads the workspace.
     """
 
-    def __init__(self, device: Any, host: np.ndarray) -> None:
+    def __init__(self, device: Flat, host: np.ndarray) -> None:
         self.device = device
         self.host = host
         self._copied = False
 
-    def on(self, stream: Any) -> Any:
+    def on(self, stream: Any) -> Flat:
         if not self._copied:
-            self.device.copy_to_device(self.host, stream=stream)
+            self.device.numba.copy_to_device(self.host, stream=stream)
             self._copied = True
         return self.device
 
@@ -65,7 +122,8 @@ class CudaBackend:
     """Runs the executors' kernels on CUDA arrays (Numba, CuPy, PyTorch, or the simulator's).
 
     Its launches are not prepared ahead: the ``memo`` the executors hand every run method
-    (the CPU backend's launches by geometry) is ignored."""
+    (the CPU backend's launches by geometry) is ignored; :mod:`.launch` keeps what launching a
+    compiled kernel again takes."""
 
     name = "cuda"
     array_kind = "CUDA array (Numba device array, CuPy array, PyTorch CUDA tensor)"
@@ -80,6 +138,8 @@ class CudaBackend:
         return is_cuda_array(a)
 
     def describe(self, a: object) -> tuple[tuple[int, ...], np.dtype]:
+        if type(a) is _DeviceNDArray:  # its own attributes, without building its interface
+            return a.shape, a.dtype
         v = device_view(a)
         return v.shape, v.dtype
 
@@ -139,9 +199,9 @@ class CudaBackend:
         return int(free) if host is None else min(host, int(free))
 
     # -- workspace ---------------------------------------------------------------------------
-    def tables(self, tab: np.ndarray) -> Any:
+    def tables(self, tab: np.ndarray) -> Flat:
         """Upload the window tables once (the executor's own device workspace)."""
-        return cuda.to_device(tab)
+        return Flat.of(cuda.to_device(tab))
 
     def bind_workspace(self, tab: np.ndarray, workspace: object, size: int) -> _BoundTable:
         """Bind the window tables to a caller's device ``uint8`` workspace.
@@ -174,7 +234,8 @@ class CudaBackend:
                 raise AdaptivePoolValueError(
                     "workspace must be 8-byte aligned", argument="workspace"
                 )
-            device = _FakeCUDAArray(v.host[:size].view(np.int64))
+            fake = _FakeCUDAArray(v.host[:size].view(np.int64))
+            device = Flat(0, size // 8, fake.dtype, fake, fake)
         else:
             if v.ptr % 8:
                 raise AdaptivePoolValueError(
@@ -182,29 +243,32 @@ class CudaBackend:
                     "not be)",
                     argument="workspace",
                 )
-            desc = {"shape": (size // 8,), "strides": None, "typestr": "<i8",
-                    "data": (v.ptr, False), "version": 3}
-            device = cuda.from_cuda_array_interface(desc, owner=workspace, sync=False)
+            device = Flat(v.ptr, size // 8, np.dtype(np.int64), workspace)
         return _BoundTable(device, tab)
 
     # -- kernels -----------------------------------------------------------------------------
-    def _launch(self, kernel: Any, total: int, stream: Any, *args: Any) -> None:
-        """Launch a grid-stride kernel over ``total`` work items on ``stream``."""
+    def _launch(self, kernel: Any, total: int, stream: Any, *args: Any, warps: bool = False
+                ) -> None:
+        """Launch a grid-stride kernel over ``total`` work items on ``stream`` (with ``warps``,
+        a warp-per-item kernel over ``total`` items)."""
         if total <= 0:
             return
         if SIMULATOR:
             # One OS thread per simulated CUDA thread: few threads, and a grid smaller than the
-            # problem so that the grid-stride loops are exercised.
-            threads, blocks = 8, min(math.ceil(total / 8), 2)
+            # problem so that the grid-stride loops are exercised; two warps a block to warp
+            # kernels, so that their blocks hold more than one.
+            threads = 2 * kernels.LANES if warps else 8
+            blocks = min(math.ceil(total * (kernels.LANES if warps else 1) / threads), 2)
         else:
             if self._max_blocks is None:
                 sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
                 self._max_blocks = max(128, 16 * sms)
             # At least 128 blocks (idle ones exit at once): smaller grids earn a Numba
             # low-occupancy warning on every small problem.
-            threads = 128
-            blocks = min(max(math.ceil(total / threads), 128), self._max_blocks)
-        kernel[blocks, threads, stream](*args)
+            threads = kernels.WARP_BLOCK if warps else 128
+            per_block = threads // kernels.LANES if warps else threads
+            blocks = min(max(math.ceil(total / per_block), 128), self._max_blocks)
+        launch(kernel, blocks, threads, stream, args)
 
     @staticmethod
     def _tab(tab: Any, stream: Any) -> Any:
@@ -223,8 +287,10 @@ class CudaBackend:
         yf, yg = flat(y, "out")
         dims = self._dims(dims)
         n, c, _, _, _, od, oh, ow = dims
-        k = kernels.kernels_for(x.dtype, skipna).avg_pool
-        self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, self._tab(tab, s), dims)
+        ks = kernels.kernels_for(x.dtype, skipna)
+        warps = _warps(dims)
+        self._launch(ks.avg_pool_warps if warps else ks.avg_pool, n * c * od * oh * ow, s, xf, xg,
+                     yf, yg, self._tab(tab, s), dims, warps=warps)
 
     def avg_pool_backward(
         self, go, gi, tab, dims, stream=None, skipna=False, x=None, memo=None
@@ -240,16 +306,16 @@ class CudaBackend:
         t = self._tab(tab, s)
         if skipna:
             xf, xg = flat(x, "x")
-            cnt = cuda.device_array(n * c * od * oh * ow, np.int64, stream=s)
+            cnt = Flat.of(cuda.device_array(n * c * od * oh * ow, np.int64, stream=s))
             self._launch(ks.count_valid, cnt.size, s, xf, xg, cnt, t, dims)
         else:
             xf, xg, cnt = gf, gg, self._no_counts()  # unread without skipna
         self._launch(ks.avg_pool_backward, n * c * d * h * w, s, gf, gg, if_, ig, t, dims, xf, xg,
                      cnt)
 
-    def _no_counts(self) -> Any:
+    def _no_counts(self) -> Flat:
         if self._empty_counts is None:
-            self._empty_counts = cuda.device_array(1, np.int64)
+            self._empty_counts = Flat.of(cuda.device_array(1, np.int64))
         return self._empty_counts
 
     def max_pool(self, x, y, ind, tab, dims, stream=None, skipna=False, memo=None) -> None:
@@ -259,8 +325,10 @@ class CudaBackend:
         jf, jg = flat(ind, "indices_out")
         dims = self._dims(dims)
         n, c, _, _, _, od, oh, ow = dims
-        k = kernels.kernels_for(x.dtype, skipna).max_pool
-        self._launch(k, n * c * od * oh * ow, s, xf, xg, yf, yg, jf, jg, self._tab(tab, s), dims)
+        ks = kernels.kernels_for(x.dtype, skipna)
+        warps = _warps(dims)
+        self._launch(ks.max_pool_warps if warps else ks.max_pool, n * c * od * oh * ow, s, xf, xg,
+                     yf, yg, jf, jg, self._tab(tab, s), dims, warps=warps)
 
     def _first_bad_index(self, ind, tab, dims, stream=None) -> int:
         """Flat position (C order of ``ind``) of the first out-of-window index, or -1.
@@ -274,14 +342,12 @@ class CudaBackend:
         flag = getattr(self._local, "flag", None)
         if flag is None:
             # One per thread, reused: the read-back below leaves it idle when this returns.
-            flag = self._local.flag = cuda.device_array(1, np.int64)
-        flag.copy_to_device(_NO_BAD, stream=s)
+            flag = self._local.flag = _Flag()
+        flag.reset(s)
         self._launch(kernels.first_bad_index, n * c * od * oh * ow, s, jf, jg,
-                     self._tab(tab, s), dims, flag)
-        host = flag.copy_to_host(stream=s)
-        s.synchronize()
-        bad = int(host[0])
-        return -1 if bad == NO_BAD_INDEX else bad
+                     self._tab(tab, s), dims, flag.device)
+        bad = flag.read(s)
+        return -1 if bad == _NO_BAD else bad
 
     def max_pool_backward(
         self, go, ind, gi, tab, dims, stream=None, fresh=False, memo=None

@@ -49,8 +49,9 @@ __all__ = [
 #: Whether numba.cuda is Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``).
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
-#: The error flag's value when every index lies inside its window (no atomic min happened).
-NO_BAD_INDEX = np.iinfo(np.int64).max
+#: The error flag's value when every index lies inside its window (no atomic min happened):
+#: all bits set, which a byte-wise memset writes.
+NO_BAD_INDEX = np.iinfo(np.uint64).max
 
 
 @numba.njit(inline="always")
@@ -89,6 +90,9 @@ def _step(n, c, a, b, e, qn, qc, qa, qb, qe, C, A, B, E):
 #: Lanes of the average's summation order (a warp's width).
 LANES = 32
 
+#: Threads a block of the warp-per-window kernels has at most (the size of their shared arrays).
+WARP_BLOCK = 128
+
 
 class KernelSet(NamedTuple):
     """The data kernels of one storage dtype (and one ``skipna``)."""
@@ -98,6 +102,8 @@ class KernelSet(NamedTuple):
     max_pool: object
     max_pool_backward: object
     count_valid: object
+    avg_pool_warps: object
+    max_pool_warps: object
 
 
 def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
@@ -300,12 +306,172 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
             t += g
             n, c, d, h, w = _step(n, c, d, h, w, qn, qc, qd, qh, qw, C, D, H, W)
 
-    return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid)
+    @cuda.jit
+    def avg_pool_warps(x, xg, y, yg, tab, dims):
+        """:func:`avg_pool` with a warp per output, for large windows: lane L sums the window's
+        elements k = L, L + 32, ... in ascending k (the contract's lane ``k % 32``, so the same
+        bits), then lanes combine by halving through shared memory (lane i += lane i + 16, ...).
+        Lanes past the window's end hold +0.0, which changes no lane."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+        x0, xn, xc, xd, xh, xw = xg
+        y0, yn, yc, yd, yh, yw = yg
+        part = cuda.shared.array(WARP_BLOCK, acc_t)
+        valid = cuda.shared.array(WARP_BLOCK, np.int64)
+        tid = cuda.threadIdx.x
+        lane = tid % LANES
+        warps = cuda.blockDim.x // LANES
+        total = N * C * OD * OH * OW
+        base = np.int64(cuda.blockIdx.x) * warps
+        step = np.int64(cuda.gridDim.x) * warps
+        o = base + tid // LANES
+        n, c, od, oh, ow = _split(o, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(step, C, OD, OH, OW)
+        while base < total:  # the same trips for every thread of a block (it synchronises)
+            s = acc_t(0)
+            count = 0
+            if o < total:
+                d0, h0, w0 = tab[sd + od], tab[sh + oh], tab[sw + ow]
+                wh, ww = tab[eh + oh] - h0, tab[ew + ow] - w0
+                volume = (tab[ed + od] - d0) * wh * ww
+                xb = x0 + n * xn + c * xc + d0 * xd + h0 * xh + w0 * xw
+                # the lane's first element and the step of 32 elements as window digits
+                pw, pd, ph = lane % ww, 0, lane // ww
+                pd, ph = ph // wh, ph % wh
+                sw_, sd_, sh_ = LANES % ww, 0, LANES // ww
+                sd_, sh_ = sh_ // wh, sh_ % wh
+                k = lane
+                while k < volume:
+                    v = acc_t(decode(x[xb + pd * xd + ph * xh + pw * xw]))
+                    if not skipna or v == v:
+                        s += v
+                        count += 1
+                    k += LANES
+                    pw, cy = _carry(pw, sw_, 0, ww)
+                    ph, cy = _carry(ph, sh_, cy, wh)
+                    pd += sd_ + cy
+            part[tid] = s
+            valid[tid] = count
+            cuda.syncthreads()
+            half = LANES // 2
+            while half >= 1:
+                if lane < half:
+                    part[tid] += part[tid + half]
+                    valid[tid] += valid[tid + half]
+                cuda.syncthreads()
+                half //= 2
+            if lane == 0 and o < total:
+                # with skipna an all-NaN window divides 0 by 0: NaN
+                y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = encode(
+                    acc_t(part[tid] / acc_t(valid[tid]))
+                )
+            cuda.syncthreads()
+            base += step
+            o += step
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
+
+    @cuda.jit
+    def max_pool_warps(x, xg, y, yg, ind, ig, tab, dims):
+        """:func:`max_pool` with a warp per output, for large windows: lane L scans the
+        window's elements k = L, L + 32, ... as :func:`max_pool` scans the whole window, then
+        lanes merge by halving, keeping what the whole scan keeps: the last NaN, else the first
+        maximum (with ``skipna``: the first maximum of the numbers, else the first element)."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+        x0, xn, xc, xd, xh, xw = xg
+        y0, yn, yc, yd, yh, yw = yg
+        j0, jn, jc, jd, jh, jw = ig
+        best_s = cuda.shared.array(WARP_BLOCK, acc_t)
+        k_s = cuda.shared.array(WARP_BLOCK, np.int64)
+        seen_s = cuda.shared.array(WARP_BLOCK, np.int32)
+        tid = cuda.threadIdx.x
+        lane = tid % LANES
+        warps = cuda.blockDim.x // LANES
+        total = N * C * OD * OH * OW
+        base = np.int64(cuda.blockIdx.x) * warps
+        step = np.int64(cuda.gridDim.x) * warps
+        o = base + tid // LANES
+        n, c, od, oh, ow = _split(o, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(step, C, OD, OH, OW)
+        while base < total:  # the same trips for every thread of a block (it synchronises)
+            best = acc_t(-np.inf)
+            bk = np.int64(lane)
+            seen = False
+            d0, h0, w0 = 0, 0, 0
+            wh, ww = 1, 1
+            if o < total:
+                d0, h0, w0 = tab[sd + od], tab[sh + oh], tab[sw + ow]
+                wh, ww = tab[eh + oh] - h0, tab[ew + ow] - w0
+                volume = (tab[ed + od] - d0) * wh * ww
+                xb = x0 + n * xn + c * xc + d0 * xd + h0 * xh + w0 * xw
+                pw, pd, ph = lane % ww, 0, lane // ww
+                pd, ph = ph // wh, ph % wh
+                sw_, sd_, sh_ = LANES % ww, 0, LANES // ww
+                sd_, sh_ = sh_ // wh, sh_ % wh
+                k = np.int64(lane)
+                while k < volume:
+                    v = acc_t(decode(x[xb + pd * xd + ph * xh + pw * xw]))
+                    if skipna:
+                        take = v > best or (not seen and v == v)
+                    else:
+                        take = v > best or v != v
+                    if take:
+                        best = v
+                        bk = k
+                        seen = True
+                    k += LANES
+                    pw, cy = _carry(pw, sw_, 0, ww)
+                    ph, cy = _carry(ph, sh_, cy, wh)
+                    pd += sd_ + cy
+            best_s[tid] = best
+            k_s[tid] = bk
+            seen_s[tid] = 1 if seen else 0
+            cuda.syncthreads()
+            half = LANES // 2
+            while half >= 1:
+                if lane < half:
+                    a, b = best_s[tid], best_s[tid + half]
+                    ka, kb = k_s[tid], k_s[tid + half]
+                    if skipna:
+                        # lanes that saw no number rank last (the earlier of them first)
+                        sa, sb = seen_s[tid] != 0, seen_s[tid + half] != 0
+                        later = sb and (not sa or b > a or (b == a and kb < ka))
+                        if sb:
+                            seen_s[tid] = 1
+                    else:
+                        # NaN ranks first (the later NaN first), then the larger, then the earlier
+                        if a != a or b != b:
+                            later = b != b and (a == a or kb > ka)
+                        else:
+                            later = b > a or (b == a and kb < ka)
+                    if later:
+                        best_s[tid] = b
+                        k_s[tid] = kb
+                cuda.syncthreads()
+                half //= 2
+            if lane == 0 and o < total:
+                k = k_s[tid]
+                pw = k % ww
+                ph = k // ww
+                pd, ph = ph // wh, ph % wh
+                bpos = x0 + n * xn + c * xc + (d0 + pd) * xd + (h0 + ph) * xh + (w0 + pw) * xw
+                y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = x[bpos]
+                ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw] = (
+                    ((d0 + pd) * H + h0 + ph) * W + w0 + pw
+                )
+            cuda.syncthreads()
+            base += step
+            o += step
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
+
+    return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid,
+                     avg_pool_warps, max_pool_warps)
 
 
 @cuda.jit
 def first_bad_index(ind, ig, tab, dims, flag):
-    """``flag[0] = min`` C-order position of an index outside its own window (else untouched)."""
+    """``flag[0] = min`` C-order position of an index outside its own window (else untouched);
+    ``flag`` is uint64."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
@@ -318,7 +484,7 @@ def first_bad_index(ind, ig, tab, dims, flag):
             k, H, W, tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh], tab[sw + ow],
             tab[ew + ow],
         ):
-            cuda.atomic.min(flag, 0, t)
+            cuda.atomic.min(flag, 0, np.uint64(t))
         t += g
         n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
