@@ -4,7 +4,8 @@ The simulator's arrays have no interface, so the code that real Numba, CuPy and 
 take is checked here on *fake* interface exporters: objects describing the memory of NumPy
 arrays. Nothing here dereferences a device pointer or needs a driver: shapes, strides, dtypes
 (PyTorch's ``<V2`` bfloat16), flat spans (against the CPU backend's ``flat_geometry``), overlap
-tests, workspace validation and argument errors.
+tests, workspace validation and argument errors. And the lean launch path's marshalling against
+the installed numba-cuda's own, on device arrays that hold an address nothing reads.
 """
 
 from __future__ import annotations
@@ -165,3 +166,120 @@ def test_bad_stream_is_a_type_error():
         arrays.resolve_stream("stream 0", v)
     with pytest.raises(TypeError, match="stream must be"):
         arrays.resolve_stream(True, v)
+
+
+# -- the lean launch path (launch.py), against the installed numba-cuda's own marshalling --------
+class _Memory:
+    """Device memory that is never touched: an address for Numba's device arrays to hold."""
+
+    def __init__(self, address: int) -> None:
+        import ctypes  # noqa: PLC0415
+
+        self.device_ctypes_pointer = ctypes.c_void_p(address)
+        self.device_pointer_value = address
+        self.handle = ctypes.c_void_p(address)
+
+
+def _flat(address: int, n: int, dtype) -> "launch.Flat":
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray  # noqa: PLC0415
+
+    from adaptive_pool.cuda import launch  # noqa: PLC0415
+
+    dtype = np.dtype(dtype)
+    alias = DeviceNDArray((n,), (dtype.itemsize,), dtype, gpu_data=_Memory(address))
+    return launch.Flat(address, n, dtype, None, alias)
+
+
+class _Kernel:
+    """A compiled kernel as launch.py sees one; ``prepare`` marshals like Numba (default)."""
+
+    debug = cooperative = False
+    _codelibrary = None
+
+    def __init__(self, argument_types, prepare=None):
+        from numba.cuda import dispatcher  # noqa: PLC0415
+
+        self.argument_types = argument_types
+        self.extensions = []
+        self._prepare = prepare or dispatcher._Kernel._prepare_args
+
+    def _prepare_args(self, ty, val, stream, retr, kernelargs):
+        return self._prepare(self, ty, val, stream, retr, kernelargs)
+
+
+class _Dispatcher:
+    """A dispatcher holding one overload; launching it records the call."""
+
+    extensions = None
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, []
+
+    def typeof_pyval(self, a):
+        from numba.cuda.typing.typeof import Purpose, typeof  # noqa: PLC0415
+
+        return typeof(a, Purpose.argument)
+
+    @property
+    def overloads(self):
+        return {tuple(self.kernel.argument_types): self.kernel}
+
+    def __getitem__(self, config):
+        return lambda *args: self.calls.append((config, args))
+
+
+def _kernel_arguments():
+    """A forward's arguments in every storage and index dtype, as the kernels take them."""
+    from numba import types  # noqa: PLC0415
+
+    cases = []
+    for storage in (np.float32, np.float64, np.uint16, np.int16):
+        for index in (np.int32, np.int64):
+            args = (_flat(0x1000, 60, storage), (3, 60, 20, 20, 5, -1),
+                    _flat(0x9000, 12, storage), (0, 12, 4, 4, 2, 1),
+                    _flat(0x5000, 12, index), (0, 12, 4, 4, 2, 1),
+                    _flat(0x7000, 40, np.int64), (1, 3, 1, 4, 5, 1, 2, 2))
+            tys = [types.UniTuple(types.int64, len(a)) if isinstance(a, tuple)
+                   else types.Array(numba.from_dtype(a.dtype), 1, "C") for a in args]
+            cases.append((args, tys))
+    return cases
+
+
+def test_lean_marshalling_equals_numbas_own():
+    """For every kernel signature, the installed numba-cuda marshals exactly what launch.py
+    would pass: later launches may bypass its dispatcher (no GPU needed to check this)."""
+    from adaptive_pool.cuda import launch  # noqa: PLC0415
+
+    for args, tys in _kernel_arguments():
+        lean = launch._checked(_Dispatcher(_Kernel(tys)), args, 0)
+        assert lean, [str(t) for t in tys]
+
+
+def test_launches_stay_on_numbas_path_where_its_marshalling_differs(monkeypatch):
+    """A numba-cuda that lays arguments out otherwise (here: 32-bit integers in tuples) keeps
+    every launch on its own dispatcher: slower, never wrong. So does a debug build."""
+    import ctypes  # noqa: PLC0415
+
+    from numba.cuda import dispatcher  # noqa: PLC0415
+
+    from adaptive_pool.cuda import launch  # noqa: PLC0415
+
+    def narrow(self, ty, val, stream, retr, kernelargs):
+        if isinstance(val, tuple):
+            kernelargs.extend(ctypes.c_int32(v) for v in val)
+        else:
+            dispatcher._Kernel._prepare_args(self, ty, val, stream, retr, kernelargs)
+
+    monkeypatch.setattr(launch, "LEAN", True)
+    monkeypatch.setattr(launch, "_LEAN", {})
+    args, tys = _kernel_arguments()[0]
+    for kernel in (_Kernel(tys, narrow), _Kernel(tys)):
+        if kernel._prepare is not narrow:
+            kernel.debug = True
+        d = _Dispatcher(kernel)
+        for _ in range(3):
+            launch.launch(d, 128, 128, 0, args)
+        assert len(d.calls) == 3, "every launch went through the dispatcher"
+        assert d.calls[0][0] == (128, 128, 0)
+        assert d.calls[0][1][0] is args[0].numba and d.calls[0][1][1] == args[1]
+    assert not any(launch._LEAN.values())
