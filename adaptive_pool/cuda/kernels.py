@@ -87,6 +87,23 @@ def _step(n, c, a, b, e, qn, qc, qa, qb, qe, C, A, B, E):
     return n + qn + k, c, a, b, e
 
 
+@numba.njit(inline="always")
+def _digits(k, wh, ww):
+    """Element ``k`` of a window with rows of ``ww`` and planes of ``wh * ww`` elements as
+    offsets ``(d, h, w)`` from its first element."""
+    t = k // ww
+    return t // wh, t % wh, k % ww
+
+
+@numba.njit(inline="always")
+def _advance(pd, ph, pw, sd, sh, sw, wh, ww):
+    """Window offsets ``(pd, ph, pw)`` advanced by ``(sd, sh, sw)`` (both as :func:`_digits`
+    gives them), carrying instead of dividing."""
+    pw, k = _carry(pw, sw, 0, ww)
+    ph, k = _carry(ph, sh, k, wh)
+    return pd + sd + k, ph, pw
+
+
 #: Lanes of the average's summation order (a warp's width).
 LANES = 32
 
@@ -335,11 +352,9 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                 wh, ww = tab[eh + oh] - h0, tab[ew + ow] - w0
                 volume = (tab[ed + od] - d0) * wh * ww
                 xb = x0 + n * xn + c * xc + d0 * xd + h0 * xh + w0 * xw
-                # the lane's first element and the step of 32 elements as window digits
-                pw, pd, ph = lane % ww, 0, lane // ww
-                pd, ph = ph // wh, ph % wh
-                sw_, sd_, sh_ = LANES % ww, 0, LANES // ww
-                sd_, sh_ = sh_ // wh, sh_ % wh
+                # the lane's first element and the step of 32 elements as window offsets
+                pd, ph, pw = _digits(lane, wh, ww)
+                sd_, sh_, sw_ = _digits(LANES, wh, ww)
                 k = lane
                 while k < volume:
                     v = acc_t(decode(x[xb + pd * xd + ph * xh + pw * xw]))
@@ -347,9 +362,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                         s += v
                         count += 1
                     k += LANES
-                    pw, cy = _carry(pw, sw_, 0, ww)
-                    ph, cy = _carry(ph, sh_, cy, wh)
-                    pd += sd_ + cy
+                    pd, ph, pw = _advance(pd, ph, pw, sd_, sh_, sw_, wh, ww)
             part[tid] = s
             valid[tid] = count
             cuda.syncthreads()
@@ -404,10 +417,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                 wh, ww = tab[eh + oh] - h0, tab[ew + ow] - w0
                 volume = (tab[ed + od] - d0) * wh * ww
                 xb = x0 + n * xn + c * xc + d0 * xd + h0 * xh + w0 * xw
-                pw, pd, ph = lane % ww, 0, lane // ww
-                pd, ph = ph // wh, ph % wh
-                sw_, sd_, sh_ = LANES % ww, 0, LANES // ww
-                sd_, sh_ = sh_ // wh, sh_ % wh
+                pd, ph, pw = _digits(lane, wh, ww)
+                sd_, sh_, sw_ = _digits(LANES, wh, ww)
                 k = np.int64(lane)
                 while k < volume:
                     v = acc_t(decode(x[xb + pd * xd + ph * xh + pw * xw]))
@@ -420,9 +431,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                         bk = k
                         seen = True
                     k += LANES
-                    pw, cy = _carry(pw, sw_, 0, ww)
-                    ph, cy = _carry(ph, sh_, cy, wh)
-                    pd += sd_ + cy
+                    pd, ph, pw = _advance(pd, ph, pw, sd_, sh_, sw_, wh, ww)
             best_s[tid] = best
             k_s[tid] = bk
             seen_s[tid] = 1 if seen else 0
@@ -450,10 +459,7 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
                 cuda.syncthreads()
                 half //= 2
             if lane == 0 and o < total:
-                k = k_s[tid]
-                pw = k % ww
-                ph = k // ww
-                pd, ph = ph // wh, ph % wh
+                pd, ph, pw = _digits(k_s[tid], wh, ww)
                 bpos = x0 + n * xn + c * xc + (d0 + pd) * xd + (h0 + ph) * xh + (w0 + pw) * xw
                 y[y0 + n * yn + c * yc + od * yd + oh * yh + ow * yw] = x[bpos]
                 ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw] = (
