@@ -156,9 +156,7 @@ def _checked(dispatcher: Any, args: tuple, stream: Any) -> Any:
         for t, v in zip(kernel.argument_types, numba_args):
             kernel._prepare_args(t, v, stream, [], expected)
         ours = _marshal(args)
-        if len(expected) != len(ours):
-            return False
-        if not all(map(_same, expected, ours)):
+        if len(expected) != len(ours) or not all(map(_same, expected, ours)):
             return False
         from cuda.bindings.driver import cuCtxGetCurrent  # noqa: PLC0415
 
