@@ -412,6 +412,30 @@ def test_out_of_window_index_raises_index_error(index_dtype):
     assert_bitwise(gi, ap.adaptive_max_pool3d_backward(go, x, ind))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_max_backward_scatter_where_windows_tile(dtype):
+    """Windows that tile the input (4x6x4 -> 2x3x1) take the scatter: the gather's bits (-0.0,
+    NaN and infinite gradients included), a bad index reported at its position whether the
+    result is the call's own (checked as written) or the caller's out= (checked before, and
+    left untouched)."""
+    x = data((2, 2, 4, 6, 4), dtype, seed=9, special=True)
+    _, ind = ap.adaptive_max_pool3d(x, (2, 3, 1), index_dtype=np.int64)
+    go = data((2, 2, 2, 3, 1), dtype, seed=10, special=True)
+    go.reshape(-1)[::5] = -0.0
+    gi_cpu = ap.adaptive_max_pool3d_backward(go, x, ind)
+    assert_bitwise(ap.adaptive_max_pool3d_backward(dev(go), dev(x), dev(ind)), gi_cpu)
+    out = dev(np.full(x.shape, 7, dtype))
+    assert ap.adaptive_max_pool3d_backward(dev(go), dev(x), dev(ind), out=out) is out
+    assert_bitwise(out, gi_cpu)
+    bad = ind.copy()
+    bad[1, 0, 1, 2, 0] = 0  # (0, 0, 0) lies in another window
+    bad[1, 1, 0, 0, 0] = 4 * 6 * 4
+    for target in (None, dev(np.full(x.shape, 7, dtype))):
+        with pytest.raises(IndexError, match=r"indices\[1, 0, 1, 2, 0\] = 0"):
+            ap.adaptive_max_pool3d_backward(dev(go), dev(x), dev(bad), out=target)
+    np.testing.assert_array_equal(bits(host(target)), bits(np.full(x.shape, 7, dtype)))
+
+
 def test_output_overlapping_input_is_rejected():
     buf = cuda.device_array((1, 2, 5, 7), np.float32)
     buf.copy_to_device(data((1, 2, 5, 7), np.float32))

@@ -78,6 +78,7 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
             "max_pool": (a, G6, a, G6, j, G6, TAB, G8),
             "max_pool_warps": (a, G6, a, G6, j, G6, TAB, G8),
             "max_pool_backward": (a, G6, j, G6, a, G6, TAB, G8),
+            "max_pool_backward_scatter": (a, G6, j, G6, a, G6, TAB, G8, types.uint64[::1]),
         }[name]
     ptx, _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
     return ptx
@@ -92,7 +93,8 @@ CASES = (
     + [("max_pool/skipna", s, "i32") for s in STORAGE]
     + [(k, s, i) for k in ("max_pool_warps", "max_pool_warps/skipna") for s in STORAGE
        for i in INDEX]
-    + [("max_pool_backward", s, i) for s in STORAGE for i in INDEX]
+    + [(k, s, i) for k in ("max_pool_backward", "max_pool_backward_scatter") for s in STORAGE
+       for i in INDEX]
     + [("first_bad_index", None, i) for i in INDEX]
     + [("fill_zero", s, None) for s in ("f16", "f32", "f64")]  # uint16/32/64 views in real use
 )
@@ -119,7 +121,7 @@ def test_kernel_compiles_to_ptx(case, cc):
     if storage in ("f16", "bf16") and kernel != "fill_zero":
         # the codecs are bit manipulation: no half-precision types or conversions needed
         assert not re.search(r"\.(b?f16)\b", ptx)
-    if kernel == "first_bad_index":
+    if kernel in ("first_bad_index", "max_pool_backward_scatter"):
         assert "atom.global.min.u64" in ptx
 
 

@@ -92,6 +92,12 @@ def _warps(dims: tuple[int, ...]) -> bool:
     )
 
 
+def _disjoint(dims: tuple[int, ...]) -> bool:
+    """Whether no element lies in two windows: along each axis the windows tile the input
+    (``I % O == 0``, ``O <= I``)."""
+    return all(o <= i and i % o == 0 for i, o in zip(dims[2:5], dims[5:8]))
+
+
 def _driver() -> Any:
     """Numba's wrapper of the CUDA driver API (it raises CudaAPIError on errors)."""
     from numba.cuda.cudadrv.driver import driver  # noqa: PLC0415
@@ -163,13 +169,17 @@ class CudaBackend:
 
     def zero(self, a: object, stream: object = None) -> None:
         v = device_view(a, "out")
-        if v.size == 0:
-            return
-        s = resolve_stream(stream, v)
+        if v.size:
+            self._zero(v, resolve_stream(stream, v))
+
+    def _zero(self, v: DeviceView, s: Any) -> None:
         v = v.as_dtype(_UINT_OF_SIZE[v.dtype.itemsize])  # 0 bits are +0.0 in every float type
         while len(v.shape) < 5:
             v = v.expand(0)
         af, ag = flat(v, "out")
+        if af.size == v.size and not SIMULATOR:  # one run of memory (outputs never overlap)
+            _driver().cuMemsetD8Async(af.ptr, 0, af.size * v.dtype.itemsize, s.handle)
+            return
         self._launch(kernels.fill_zero, v.size, s, af, ag, tuple(int(n) for n in v.shape))
 
     def self_overlapping(self, a: object) -> bool:
@@ -330,19 +340,23 @@ class CudaBackend:
         self._launch(ks.max_pool_warps if warps else ks.max_pool, n * c * od * oh * ow, s, xf, xg,
                      yf, yg, jf, jg, self._tab(tab, s), dims, warps=warps)
 
+    def _flag(self) -> _Flag:
+        """This thread's index-check flag (a check reads it back before it returns, so it is
+        idle between calls)."""
+        flag = getattr(self._local, "flag", None)
+        if flag is None:
+            flag = self._local.flag = _Flag()
+        return flag
+
     def _first_bad_index(self, ind, tab, dims, stream=None) -> int:
         """Flat position (C order of ``ind``) of the first out-of-window index, or -1.
 
-        The check runs on the stream; its one-element result is the backend's only read-back.
+        The check runs on the stream; its one-element result is read back.
         """
         s = resolve_stream(stream, ind)
         jf, jg = flat(ind, "indices")
-        dims = self._dims(dims)
         n, c, _, _, _, od, oh, ow = dims
-        flag = getattr(self._local, "flag", None)
-        if flag is None:
-            # One per thread, reused: the read-back below leaves it idle when this returns.
-            flag = self._local.flag = _Flag()
+        flag = self._flag()
         flag.reset(s)
         self._launch(kernels.first_bad_index, n * c * od * oh * ow, s, jf, jg,
                      self._tab(tab, s), dims, flag.device)
@@ -352,21 +366,40 @@ class CudaBackend:
     def max_pool_backward(
         self, go, ind, gi, tab, dims, stream=None, fresh=False, memo=None
     ) -> int:
-        """Check the indices, then gather (writing every element, whoever owns ``gi``).
-        Returns the flat position of the first index outside its window, or -1; ``gi`` is
-        untouched when there is one."""
-        bad = self._first_bad_index(ind, tab, dims, stream)
-        if bad >= 0:
-            return bad
+        """Check the indices and compute the gradient; return the flat position of the first
+        index outside its window, or -1.
+
+        Where no two windows share an element, a scatter: ``gi`` zeroed, each output's
+        gradient written to its index (its only contribution). A ``fresh`` result (the call's
+        own, which may be left partly written) is checked as it is written, a caller's before.
+        Elsewhere the gather, every element summing its covering outputs' gradients in order,
+        once every index has passed the check.
+        """
+        dims = self._dims(dims)
+        scatter = _disjoint(dims)
+        if not (scatter and fresh):
+            bad = self._first_bad_index(ind, tab, dims, stream)
+            if bad >= 0:
+                return bad
         s = resolve_stream(stream, go, ind, gi)
         gf, gg = flat(go, "grad_output")
         jf, jg = flat(ind, "indices")
         if_, ig = flat(gi, "out")
-        dims = self._dims(dims)
-        n, c, d, h, w = dims[:5]
-        k = kernels.kernels_for(go.dtype).max_pool_backward
-        self._launch(k, n * c * d * h * w, s, gf, gg, jf, jg, if_, ig, self._tab(tab, s), dims)
-        return -1
+        n, c, d, h, w, od, oh, ow = dims
+        ks = kernels.kernels_for(go.dtype)
+        if not scatter:
+            self._launch(ks.max_pool_backward, n * c * d * h * w, s, gf, gg, jf, jg, if_, ig,
+                         self._tab(tab, s), dims)
+            return -1
+        self._zero(gi, s)
+        flag = self._flag()
+        flag.reset(s)
+        self._launch(ks.max_pool_backward_scatter, n * c * od * oh * ow, s, gf, gg, jf, jg, if_,
+                     ig, self._tab(tab, s), dims, flag.device)
+        if not fresh:
+            return -1
+        bad = flag.read(s)
+        return -1 if bad == _NO_BAD else bad
 
 
 BACKEND = CudaBackend()

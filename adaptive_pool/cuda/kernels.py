@@ -121,6 +121,7 @@ class KernelSet(NamedTuple):
     count_valid: object
     avg_pool_warps: object
     max_pool_warps: object
+    max_pool_backward_scatter: object
 
 
 def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
@@ -470,8 +471,37 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
             o += step
             n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
+    @cuda.jit
+    def max_pool_backward_scatter(go, gog, ind, ig, gi, gig, tab, dims, flag):
+        """The max backward where no two windows share an element (each axis's windows tile
+        it): a thread per output writes its gradient, as the gather rounds it (+0.0 plus the
+        value), to its index, the one gradient that element receives; ``gi`` holds +0.0
+        elsewhere. An index outside its window is not written: ``flag[0]`` becomes the least
+        such position, as :func:`first_bad_index` reports it."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
+        g0, gn, gc, gd, gh, gw = gog
+        j0, jn, jc, jd, jh, jw = ig
+        i0, in_, ic, id_, ih_, iw_ = gig
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, od, oh, ow = _split(t, C, OD, OH, OW)
+        qn, qc, qd, qh, qw = _split(g, C, OD, OH, OW)
+        while t < N * C * OD * OH * OW:
+            k = np.int64(ind[j0 + n * jn + c * jc + od * jd + oh * jh + ow * jw])
+            if index_in_window(
+                k, H, W, tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh], tab[sw + ow],
+                tab[ew + ow],
+            ):
+                d, h, w = _digits(k, H, W)
+                v = acc_t(decode(go[g0 + n * gn + c * gc + od * gd + oh * gh + ow * gw]))
+                gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(acc_t(0) + v)
+            else:
+                cuda.atomic.min(flag, 0, np.uint64(t))
+            t += g
+            n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
+
     return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid,
-                     avg_pool_warps, max_pool_warps)
+                     avg_pool_warps, max_pool_warps, max_pool_backward_scatter)
 
 
 @cuda.jit
