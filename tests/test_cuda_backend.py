@@ -413,15 +413,18 @@ def test_out_of_window_index_raises_index_error(index_dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_max_backward_scatter_where_windows_tile(dtype):
-    """Windows that tile the input (4x6x4 -> 2x3x1) take the scatter: the gather's bits (-0.0,
-    NaN and infinite gradients included), a bad index reported at its position whether the
-    result is the call's own (checked as written) or the caller's out= (checked before, and
-    left untouched)."""
+def test_backwards_where_windows_tile(dtype):
+    """Windows that tile the input (4x6x4 -> 2x3x1) take the tiled average backward and the
+    max backward's scatter: the gathers' bits (-0.0, NaN and infinite gradients, NaN inputs
+    skipped), a bad index reported at its position whether the result is the call's own
+    (checked as written) or the caller's out= (checked before, and left untouched)."""
     x = data((2, 2, 4, 6, 4), dtype, seed=9, special=True)
     _, ind = ap.adaptive_max_pool3d(x, (2, 3, 1), index_dtype=np.int64)
     go = data((2, 2, 2, 3, 1), dtype, seed=10, special=True)
     go.reshape(-1)[::5] = -0.0
+    for skipna in (False, True):
+        assert_bitwise(ap.adaptive_avg_pool3d_backward(dev(go), dev(x), skipna=skipna),
+                       ap.adaptive_avg_pool3d_backward(go, x, skipna=skipna))
     gi_cpu = ap.adaptive_max_pool3d_backward(go, x, ind)
     assert_bitwise(ap.adaptive_max_pool3d_backward(dev(go), dev(x), dev(ind)), gi_cpu)
     out = dev(np.full(x.shape, 7, dtype))

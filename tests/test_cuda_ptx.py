@@ -74,6 +74,7 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
             "avg_pool": (a, G6, a, G6, TAB, G8),
             "avg_pool_warps": (a, G6, a, G6, TAB, G8),
             "avg_pool_backward": (a, G6, a, G6, TAB, G8, a, G6, types.int64[::1]),
+            "avg_pool_backward_tiled": (a, G6, a, G6, TAB, G8, a, G6, types.int64[::1]),
             "count_valid": (a, G6, types.int64[::1], TAB, G8),
             "max_pool": (a, G6, a, G6, j, G6, TAB, G8),
             "max_pool_warps": (a, G6, a, G6, j, G6, TAB, G8),
@@ -87,7 +88,9 @@ def _ptx(kernel: str, storage: str, index: str | None, cc: tuple[int, int]) -> s
 CASES = (
     [(k, s, None) for k in ("avg_pool", "avg_pool/skipna", "avg_pool_warps",
                             "avg_pool_warps/skipna") for s in STORAGE]
-    + [(k, s, None) for k in ("avg_pool_backward", "avg_pool_backward/skipna") for s in STORAGE]
+    + [(k, s, None) for k in ("avg_pool_backward", "avg_pool_backward/skipna",
+                              "avg_pool_backward_tiled", "avg_pool_backward_tiled/skipna")
+       for s in STORAGE]
     + [("count_valid/skipna", s, None) for s in STORAGE]
     + [("max_pool", s, i) for s in STORAGE for i in INDEX]
     + [("max_pool/skipna", s, "i32") for s in STORAGE]
@@ -115,7 +118,8 @@ def test_kernel_compiles_to_ptx(case, cc):
     assert ".ftz" not in ptx, "flush-to-zero would change subnormal results"
     assert not re.search(r"\bfma\.", ptx), "a fused multiply-add rounds differently"
     assert "div.approx" not in ptx and "div.full" not in ptx
-    if kernel.partition("/")[0] in ("avg_pool", "avg_pool_warps", "avg_pool_backward"):
+    if kernel.partition("/")[0] in ("avg_pool", "avg_pool_warps", "avg_pool_backward",
+                                    "avg_pool_backward_tiled"):
         acc = "f64" if storage == "f64" else "f32"
         assert f"div.rn.{acc}" in ptx
     if storage in ("f16", "bf16") and kernel != "fill_zero":

@@ -305,8 +305,9 @@ class CudaBackend:
     def avg_pool_backward(
         self, go, gi, tab, dims, stream=None, skipna=False, x=None, memo=None
     ) -> None:
-        """The gather; with ``skipna`` the counts of each window's non-NaN elements of ``x``
-        are computed first (a temporary of one int64 per output cell)."""
+        """The gather (where windows tile the input, each element's one term from the
+        tables); with ``skipna`` the counts of each window's non-NaN elements of ``x`` are
+        computed first (a temporary of one int64 per output cell)."""
         s = resolve_stream(stream, go, gi)
         gf, gg = flat(go, "grad_output")
         if_, ig = flat(gi, "out")
@@ -320,8 +321,8 @@ class CudaBackend:
             self._launch(ks.count_valid, cnt.size, s, xf, xg, cnt, t, dims)
         else:
             xf, xg, cnt = gf, gg, self._no_counts()  # unread without skipna
-        self._launch(ks.avg_pool_backward, n * c * d * h * w, s, gf, gg, if_, ig, t, dims, xf, xg,
-                     cnt)
+        k = ks.avg_pool_backward_tiled if _disjoint(dims) else ks.avg_pool_backward
+        self._launch(k, n * c * d * h * w, s, gf, gg, if_, ig, t, dims, xf, xg, cnt)
 
     def _no_counts(self) -> Flat:
         if self._empty_counts is None:

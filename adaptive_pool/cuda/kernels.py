@@ -122,6 +122,7 @@ class KernelSet(NamedTuple):
     avg_pool_warps: object
     max_pool_warps: object
     max_pool_backward_scatter: object
+    avg_pool_backward_tiled: object
 
 
 def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
@@ -500,8 +501,39 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
             t += g
             n, c, od, oh, ow = _step(n, c, od, oh, ow, qn, qc, qd, qh, qw, C, OD, OH, OW)
 
+    @cuda.jit
+    def avg_pool_backward_tiled(go, gog, gi, gig, tab, dims, x, xg, cnt):
+        """:func:`avg_pool_backward` where the windows tile the input: each element's one
+        covering output comes from the tables (no loops over covering ranges), and its
+        gradient is the gather's one term, +0.0 plus ``go[o] / volume(o)``."""
+        N, C, D, H, W, OD, OH, OW = dims
+        sd, ed, ld, _, sh, eh, lh, _, sw, ew, lw, _ = axes_layout(dims)
+        g0, gn, gc, gd, gh, gw = gog
+        i0, in_, ic, id_, ih_, iw_ = gig
+        x0, xn, xc, xd, xh, xw = xg
+        t, g = cuda.grid(1), cuda.gridsize(1)
+        n, c, d, h, w = _split(t, C, D, H, W)
+        qn, qc, qd, qh, qw = _split(g, C, D, H, W)
+        while t < N * C * D * H * W:
+            od, oh, ow = tab[ld + d], tab[lh + h], tab[lw + w]
+            v = acc_t(decode(go[g0 + n * gn + c * gc + od * gd + oh * gh + ow * gw]))
+            if skipna:
+                e = acc_t(decode(x[x0 + n * xn + c * xc + d * xd + h * xh + w * xw]))
+                s = acc_t(0)
+                if e == e:
+                    s += v / acc_t(cnt[((n * C + c) * OD + od) * OH * OW + oh * OW + ow])
+            else:
+                vol = (tab[ed + od] - tab[sd + od]) * (tab[eh + oh] - tab[sh + oh]) * (
+                    tab[ew + ow] - tab[sw + ow]
+                )
+                s = acc_t(0) + v / acc_t(vol)
+            gi[i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_] = encode(s)
+            t += g
+            n, c, d, h, w = _step(n, c, d, h, w, qn, qc, qd, qh, qw, C, D, H, W)
+
     return KernelSet(avg_pool, avg_pool_backward, max_pool, max_pool_backward, count_valid,
-                     avg_pool_warps, max_pool_warps, max_pool_backward_scatter)
+                     avg_pool_warps, max_pool_warps, max_pool_backward_scatter,
+                     avg_pool_backward_tiled)
 
 
 @cuda.jit
