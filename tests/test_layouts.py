@@ -42,11 +42,14 @@ def _same_values(view, base):
 @pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
-    "shape,out", [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4))]
+    "shape,out",
+    [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
+     ((1, 300, 4, 3), (3, 2))],
 )
 def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
-    """Channels-last inputs of 8 channels or more, whose blocks of 8 the average forward reads
-    in place (a last block of fewer is copied), give the C-order input's bits."""
+    """Channels-last inputs of 8 channels or more, which the average forward reads a block of
+    channels at a time (300: a full block of 256 and a last one of 44), give the C-order
+    input's bits."""
     x = rand(shape, dtype, seed=4)
     x[rand(shape, np.float32, seed=5) > 1.2] = np.nan
     perm = (0, *range(2, x.ndim), 1)
@@ -63,11 +66,11 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
-     ((2, 9, 4, 5), (7, 9))],
+     ((2, 9, 4, 5), (7, 9)), ((1, 300, 4, 3), (3, 2))],
 )
 def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
-    """Channels-last inputs of 8 channels or more, whose blocks of 8 the max forward compares
-    side by side (a last block of fewer overlaps the one before), with ties, NaN (whole NaN
+    """Channels-last inputs of 8 channels or more, whose blocks of channels the max forward
+    compares side by side (300: two blocks of 128 and one of 44), with ties, NaN (whole NaN
     windows too) and infinities: the reference's values and indices, and the C-order input's
     bits."""
     x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties

@@ -553,7 +553,7 @@ class CpuBackend:
         work = _touched(dims)
         if _channels_adjacent(xg, c) and d * h * w < 1 << 31:  # (int32 indices)
             run, serial = self._runner(kernels.max_pool_channels, work)
-            nch = self._chunks(n * -(-c // kernels.CHANNEL_BLOCK) * od * oh, serial)
+            nch = self._chunks(n * -(-c // kernels.MAX_CHANNEL_BLOCK) * od * oh, serial)
 
             def call(run, xf, yf, jf):
                 run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
