@@ -77,6 +77,42 @@ def torch_calls():
     }
 
 
+def ours_on_tensors():
+    """Our calls on PyTorch CUDA tensors (the PyTorch layer, its stream and allocator)."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    if not torch.cuda.is_available():
+        return {}
+    dev = torch.device("cuda")
+    x2 = torch.randn(1, 1, 4, 4, device=dev)
+    g2 = torch.randn(1, 1, 2, 2, device=dev)
+    x3 = torch.randn(1, 1, 4, 4, 4, device=dev)
+    g3 = torch.randn(1, 1, 2, 2, 2, device=dev)
+    _, i3 = ap.adaptive_max_pool3d(x3, 2)
+    return {
+        "avg2d fwd": lambda: ap.adaptive_avg_pool2d(x2, 2),
+        "avg2d bwd": lambda: ap.adaptive_avg_pool2d_backward(g2, x2),
+        "max3d fwd": lambda: ap.adaptive_max_pool3d(x3, 2),
+        "max3d bwd": lambda: ap.adaptive_max_pool3d_backward(g3, x3, i3),
+    }
+
+
+def profile(name: str, f, top: int, order: str) -> None:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(200):
+        f()
+    cuda.synchronize()
+    prof.disable()
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    print(f"\nprofile of 200 calls of {name}: {st.total_calls / 200:.0f} function calls a call")
+    st.sort_stats(order).print_stats(top)
+    print("\n".join(out.getvalue().splitlines()[4:]))
+
+
 @cuda.jit
 def _empty_kernel(a, g):
     pass
@@ -143,21 +179,17 @@ def main() -> None:
         print(f"  {k:16s} {min(lean) * 1e6:8.1f} / {min(numba) * 1e6:8.1f}"
               + (f"   PyTorch {t * 1e6:7.1f}" if t else ""))
     print("lean launches:", L.lean_launches())
+    tensors = ours_on_tensors()
+    if tensors:
+        print("ours on PyTorch CUDA tensors, us per call:")
+        for k, f in tensors.items():
+            print(f"  {k:16s} {per_call(f) * 1e6:8.1f}")
     parts()
     for k, f in ours.items():
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(200):
-            f()
-        cuda.synchronize()
-        prof.disable()
-        out = io.StringIO()
-        st = pstats.Stats(prof, stream=out)
-        print(f"\nprofile of 200 calls of {k}: {st.total_calls / 200:.0f} function calls a call")
-        st.sort_stats("tottime").print_stats(14)
-        if k == "avg2d fwd":
-            st.sort_stats("cumulative").print_stats(30)
-        print("\n".join(out.getvalue().splitlines()[4:]))
+        profile(k, f, 14, "tottime")
+    profile("avg2d fwd", ours["avg2d fwd"], 30, "cumulative")
+    if tensors:
+        profile("avg2d fwd on tensors", tensors["avg2d fwd"], 40, "cumulative")
 
 
 if __name__ == "__main__":
