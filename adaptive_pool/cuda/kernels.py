@@ -6,10 +6,13 @@ singleton axes) and its arrays as flat 1-D storage arrays plus a geometry tuple
 strides use the same compiled code, and every offset is 64-bit. ``tab`` is the packed window
 table of :mod:`adaptive_pool.windows`; ``dims`` is ``(N, C, D, H, W, OD, OH, OW)``.
 
-Threads: forwards run one thread per output element, backwards one thread per *input* element
-(a gather: each sums the contributions of the output cells covering it, in ascending order), in
-grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in 64 bits). No atomics except the
-index check's error flag, no zero-fill pass.
+Threads: forwards run one thread per output element, or one warp per output window where
+windows are large (``*_warps``: the lanes of the contract's order are a warp's lanes);
+backwards one thread per *input* element (a gather: each sums the contributions of the output
+cells covering it, in ascending order), except the max backward where windows tile the input
+(``max_pool_backward_scatter``: a thread per output writes the one gradient its index
+receives, into a zeroed result). Grid-stride loops (``cuda.grid``/``cuda.gridsize`` compute in
+64 bits). No atomics except the index check's error flag.
 
 Bitwise equality with the CPU: an average sums its window in the lane order of the contract
 (element k of the window's flattened (d, h, w) order goes into lane ``k % 32``, each lane from
