@@ -7,7 +7,7 @@ import pytest
 
 import adaptive_pool as ap
 import reference as ref
-from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, rand
+from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, channels_last, rand
 
 # Views of a 4-D (N, C, H, W) array other than the C-contiguous one, by name.
 VIEWS2 = {
@@ -59,6 +59,21 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d")
     want = fn(x, out, skipna=skipna)
     np.testing.assert_array_equal(_bits(fn(xv, out, skipna=skipna)), _bits(want))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape,out", [((2, 9, 32, 33), (5, 4)), ((1, 8, 4, 16, 17), (3, 3, 4))])
+def test_skipna_backward_of_channels_last_x(shape, out, dtype):
+    """A channels-last ``x`` of 1,056 and 1,088 positions a plane, which the NaN-skipping
+    average backward copies to C order first (``cpu/relayout.py``): the C-order ``x``'s bits,
+    NaN inputs and whole NaN windows included."""
+    x = rand(shape, dtype, seed=11)
+    x[rand(shape, np.float32, seed=12) > 1.0] = np.nan
+    x[:, :2, :8, :9] = np.nan
+    go = rand(x.shape[:2] + out, dtype, seed=13)
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
+    want = fn(go, x, skipna=True)
+    np.testing.assert_array_equal(_bits(fn(go, channels_last(x), skipna=True)), _bits(want))
 
 
 @pytest.mark.parametrize("skipna", [False, True])

@@ -12,7 +12,7 @@ import numpy as np
 from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
-from . import baseline, calls, kernels, results, tiers
+from . import baseline, calls, kernels, relayout, results, tiers
 from .access import NATIVE_MASKS, SPLIT_512
 from .lanes import vector_runs
 
@@ -430,6 +430,11 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         xf, xg = flat_geometry(x) if skipna else (None, None)
+        if skipna and _channels_adjacent(xg, dims[1]) and np.prod(dims[2:5]) >= _RELAYOUT_PLANE:
+            # read per plane, a channels-last x touches one element a cache line at a time
+            c_order = results.empty(x.shape, x.dtype)  # (a large one: a cached block)
+            relayout.channels_first(xf, xg, c_order.reshape(-1), dims)
+            xf, xg = flat_geometry(c_order)
         _memoised(memo, ("avgb", gg, ig, xg, go.dtype), lambda: (
             self.prepare_avg_pool_backward(gg, ig, tab, dims, xg, itemsize=go.dtype.itemsize)
         ))(gf, if_, xf)
@@ -740,6 +745,12 @@ def _row_windows(tab: np.ndarray, dims, *geometries) -> bool:
     """:func:`_windows_along_rows`, where ``tab`` holds the sizes' windows of d and h (a Dask
     block's may not)."""
     return _windows_along_rows(dims, *geometries) and _sized_axes(tab, dims, 2)
+
+
+#: Positions per plane from which the NaN-skipping average backward copies a channels-last
+#: ``x`` to C order first (float32 32x256x56x56 -> 7x7: see :mod:`.relayout`; planes of 14x14
+#: = 196 positions, which the cache holds, were faster read in place).
+_RELAYOUT_PLANE = 1024
 
 
 def _channels_adjacent(xg, c: int) -> bool:
