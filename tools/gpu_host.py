@@ -54,42 +54,37 @@ def calls():
     }
 
 
-def torch_calls():
+def tensors():
+    """Tiny PyTorch CUDA tensors ``(x2, g2, x3, g3)``, or None where PyTorch has no GPU."""
     try:
         import torch
-        import torch.nn.functional as F
     except ImportError:
-        return {}
+        return None
     if not torch.cuda.is_available():
-        return {}
-    dev = torch.device("cuda")
-    x2 = torch.randn(1, 1, 4, 4, device=dev, requires_grad=True)
-    x3 = torch.randn(1, 1, 4, 4, 4, device=dev)
-    g2 = torch.randn(1, 1, 2, 2, device=dev)
-    g3 = torch.randn(1, 1, 2, 2, 2, device=dev)
+        return None
+    shapes = ((1, 1, 4, 4), (1, 1, 2, 2), (1, 1, 4, 4, 4), (1, 1, 2, 2, 2))
+    return [torch.randn(s, device="cuda") for s in shapes]
+
+
+def torch_calls(t):
+    """PyTorch's own calls on ``tensors()``."""
+    import torch
+    import torch.nn.functional as F
+
+    x2, g2, x3, g3 = t
     _, i3 = F.adaptive_max_pool3d(x3, 2, return_indices=True)
     aten = torch.ops.aten
     return {
-        "avg2d fwd": lambda: F.adaptive_avg_pool2d(x2.detach(), 2),
-        "avg2d bwd": lambda: aten._adaptive_avg_pool2d_backward(g2, x2.detach()),
+        "avg2d fwd": lambda: F.adaptive_avg_pool2d(x2, 2),
+        "avg2d bwd": lambda: aten._adaptive_avg_pool2d_backward(g2, x2),
         "max3d fwd": lambda: F.adaptive_max_pool3d(x3, 2, return_indices=True),
         "max3d bwd": lambda: aten.adaptive_max_pool3d_backward(g3, x3, i3),
     }
 
 
-def ours_on_tensors():
-    """Our calls on PyTorch CUDA tensors (the PyTorch layer, its stream and allocator)."""
-    try:
-        import torch
-    except ImportError:
-        return {}
-    if not torch.cuda.is_available():
-        return {}
-    dev = torch.device("cuda")
-    x2 = torch.randn(1, 1, 4, 4, device=dev)
-    g2 = torch.randn(1, 1, 2, 2, device=dev)
-    x3 = torch.randn(1, 1, 4, 4, 4, device=dev)
-    g3 = torch.randn(1, 1, 2, 2, 2, device=dev)
+def ours_on_tensors(t):
+    """Our calls on ``tensors()`` (the PyTorch layer, its stream and allocator)."""
+    x2, g2, x3, g3 = t
     _, i3 = ap.adaptive_max_pool3d(x3, 2)
     return {
         "avg2d fwd": lambda: ap.adaptive_avg_pool2d(x2, 2),
@@ -166,7 +161,8 @@ def main() -> None:
     ours = calls()
     print("lean launch enabled:", L.LEAN)
     print("per call, us: lean / Numba's launch path (3 alternated rounds), PyTorch CUDA")
-    th = {k: per_call(f) for k, f in torch_calls().items()}
+    t = tensors()
+    th = {k: per_call(f) for k, f in torch_calls(t).items()} if t else {}
     results = {k: ([], []) for k in ours}
     for _ in range(3):
         for k, f in ours.items():
@@ -179,17 +175,17 @@ def main() -> None:
         print(f"  {k:16s} {min(lean) * 1e6:8.1f} / {min(numba) * 1e6:8.1f}"
               + (f"   PyTorch {t * 1e6:7.1f}" if t else ""))
     print("lean launches:", L.lean_launches())
-    tensors = ours_on_tensors()
-    if tensors:
+    on_tensors = ours_on_tensors(t) if t else {}
+    if on_tensors:
         print("ours on PyTorch CUDA tensors, us per call:")
-        for k, f in tensors.items():
+        for k, f in on_tensors.items():
             print(f"  {k:16s} {per_call(f) * 1e6:8.1f}")
     parts()
     for k, f in ours.items():
         profile(k, f, 14, "tottime")
     profile("avg2d fwd", ours["avg2d fwd"], 30, "cumulative")
-    if tensors:
-        profile("avg2d fwd on tensors", tensors["avg2d fwd"], 40, "cumulative")
+    if on_tensors:
+        profile("avg2d fwd on tensors", on_tensors["avg2d fwd"], 40, "cumulative")
 
 
 if __name__ == "__main__":
