@@ -110,6 +110,15 @@ def _advance(pd, ph, pw, sd, sh, sw, wh, ww):
 #: Lanes of the average's summation order (a warp's width).
 LANES = 32
 
+@numba.njit(inline="always")
+def _warp_grid(tid, block, blocks, threads):
+    """A grid of a warp per item: ``(lane, the block's first item, items a grid step, this
+    warp's first item)``, from the thread's, the block's and the grid's indices and sizes."""
+    warps = threads // LANES
+    base = np.int64(block) * warps
+    return tid % LANES, base, np.int64(blocks) * warps, base + tid // LANES
+
+
 #: Threads a block of the warp-per-window kernels has at most (the size of their shared arrays).
 WARP_BLOCK = 128
 
@@ -341,12 +350,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         part = cuda.shared.array(WARP_BLOCK, acc_t)
         valid = cuda.shared.array(WARP_BLOCK, np.int64)
         tid = cuda.threadIdx.x
-        lane = tid % LANES
-        warps = cuda.blockDim.x // LANES
+        lane, base, step, o = _warp_grid(tid, cuda.blockIdx.x, cuda.gridDim.x, cuda.blockDim.x)
         total = N * C * OD * OH * OW
-        base = np.int64(cuda.blockIdx.x) * warps
-        step = np.int64(cuda.gridDim.x) * warps
-        o = base + tid // LANES
         n, c, od, oh, ow = _split(o, C, OD, OH, OW)
         qn, qc, qd, qh, qw = _split(step, C, OD, OH, OW)
         while base < total:  # the same trips for every thread of a block (it synchronises)
@@ -403,12 +408,8 @@ def _make_kernels(decode, encode, acc_t, skipna) -> KernelSet:
         k_s = cuda.shared.array(WARP_BLOCK, np.int64)
         seen_s = cuda.shared.array(WARP_BLOCK, np.int32)
         tid = cuda.threadIdx.x
-        lane = tid % LANES
-        warps = cuda.blockDim.x // LANES
+        lane, base, step, o = _warp_grid(tid, cuda.blockIdx.x, cuda.gridDim.x, cuda.blockDim.x)
         total = N * C * OD * OH * OW
-        base = np.int64(cuda.blockIdx.x) * warps
-        step = np.int64(cuda.gridDim.x) * warps
-        o = base + tid // LANES
         n, c, od, oh, ow = _split(o, C, OD, OH, OW)
         qn, qc, qd, qh, qw = _split(step, C, OD, OH, OW)
         while base < total:  # the same trips for every thread of a block (it synchronises)
