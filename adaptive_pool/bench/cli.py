@@ -10,13 +10,21 @@ import secrets
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from typing import Any
 
 from . import report
 from .compile import measure_compile, render_compile
 from .runner import Settings, WorkerError, Workers, run_cases
-from .suite import DEFAULT_DTYPES, DTYPES, cases_for, parse_shape, random_cases, select_ops, suite
+from .suite import (
+    DEFAULT_DTYPES,
+    DTYPES,
+    cases_for,
+    channels_last,
+    parse_shape,
+    random_cases,
+    select_ops,
+    suite,
+)
 
 __all__ = ["main", "parser"]
 
@@ -198,7 +206,7 @@ def main(argv: list[str]) -> int:
         if not args.shapes or any(len(s.x) != s.rank + 2 or s.rank == 1 for s in shapes):
             raise SystemExit("bench: --channels-last takes --shapes of batched 2-D and 3-D "
                              "inputs (N, C, *S)")
-        shapes = [replace(s, source="channels-last", channels_last=True) for s in shapes]
+        shapes = [channels_last(s) for s in shapes]
     shapes += random_cases(seed, n_random, max_elements=1 << 16 if q else 1 << 22)
     with_torch = not args.no_torch
     if with_torch:

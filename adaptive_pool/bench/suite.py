@@ -178,8 +178,13 @@ def _shapes(source: str, *texts: str) -> list[Shape]:
     return [parse_shape(t, source) for t in texts]
 
 
+def channels_last(shape: Shape) -> Shape:
+    """``shape`` with its input (and gradient) stored channels-last."""
+    return replace(shape, source="channels-last", channels_last=True)
+
+
 def _channels_last(*texts: str) -> list[Shape]:
-    return [replace(parse_shape(t, "channels-last"), channels_last=True) for t in texts]
+    return [channels_last(parse_shape(t, "custom")) for t in texts]
 
 
 # Typical layers: classifier heads, detection/segmentation necks, video and audio models;

@@ -168,13 +168,14 @@ def _checked(dispatcher: Any, args: tuple, stream: Any) -> Any:
 def launch(kernel: Any, blocks: int, threads: int, stream: Any, args: tuple) -> None:
     """Launch ``kernel[blocks, threads, stream](*args)``; ``args`` are :class:`Flat` arrays
     and tuples of integers."""
-    key = _key(kernel, args) if LEAN else None
-    lean = _LEAN.get(key) if LEAN else False
-    if lean:
-        lean(blocks, threads, stream, args)
-        return
+    if LEAN:
+        key = _key(kernel, args)
+        lean = _LEAN.get(key)
+        if lean:
+            lean(blocks, threads, stream, args)
+            return
     kernel[blocks, threads, stream](*[a.numba if type(a) is Flat else a for a in args])
-    if lean is None:
+    if LEAN and lean is None:  # the first launch of these types: may the next ones be lean?
         _LEAN[key] = _checked(kernel, args, stream)
 
 
