@@ -204,7 +204,7 @@ def flat(v: DeviceView, argument: str = "array") -> tuple[Flat, tuple[int, ...]]
     Any strides work (negative, zero, channels-last) without a copy. The run is writeable:
     kernels never write their inputs.
     """
-    address, n, geometry = span(v, argument)
+    address, n, geometry = span(v, argument)  # (in the simulator too: it checks the strides)
     if v.host is not None:
         a, geometry = _host_flat_geometry(v.host)
         fake = _FakeCUDAArray(a)
