@@ -61,6 +61,24 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     np.testing.assert_array_equal(_bits(fn(xv, out, skipna=skipna)), _bits(want))
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape,out", [((1, 8, 6, 6), (2, 3)), ((1, 8, 12, 12), (1, 1))])
+def test_avg_channels_last_signed_zeros(shape, out, dtype, skipna):
+    """Windows of -0.0 alone average to +0.0 (a lane starts at +0.0), also where the
+    channels-last average stores a lane's first element instead of adding it (windows of 6
+    and 144 elements: below and above the 32 lanes)."""
+    x = np.full(shape, -0.0, dtype)
+    x[:, ::2, :2, :2] = np.nan  # a NaN in the first window of every other channel
+    xv = channels_last(x)
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d")
+    got = fn(xv, out, skipna=skipna)
+    np.testing.assert_array_equal(_bits(got), _bits(fn(x, out, skipna=skipna)))
+    zeros = ~np.isnan(got.astype(np.float32))
+    assert zeros.sum() >= got.size // 2
+    assert not np.signbit(got.astype(np.float32)[zeros]).any()
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("shape,out", [((2, 9, 32, 33), (5, 4)), ((1, 8, 4, 16, 17), (3, 3, 4))])
 def test_skipna_backward_of_channels_last_x(shape, out, dtype):

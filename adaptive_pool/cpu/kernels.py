@@ -586,6 +586,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     P = CHANNEL_BLOCK
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
     cnt = np.zeros(SUM_LANES * P if skip is not None else 0, np.int32)
+    o = np.empty(P, x.dtype)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -596,33 +597,71 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
-            _zero(a, min(vol, SUM_LANES) * P)
-            if skip is not None:
-                _zero(cnt, min(vol, SUM_LANES) * P)
+            rows = _rows_in_use(vol)
             k = 0
             for d in range(d0, d1):
                 for h in range(h0, h1):
                     b = xb + d * xd + h * xh
                     for w in range(w0, w1):
-                        e = b + w * xw
-                        q = (k & (SUM_LANES - 1)) * P
-                        for l in range(nc):
-                            v = get(x, e + l)
-                            if skip is not None:
-                                # a NaN keeps its lane's place and adds nothing (+0.0 changes
-                                # no lane: one never holds -0.0)
-                                ok = v == v
-                                a[q + l] += v if ok else acc(x, 0)
-                                cnt[q + l] += np.int32(ok)
-                            else:
-                                a[q + l] += v
+                        _channel_run(x, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P,
+                                     k < rows, skip)
                         k += 1
-            _combine(a, P, vol)
+            _combine(a, P, rows)
             if skip is not None:
-                _combine(cnt, P, vol)
+                _combine(cnt, P, rows)
+            # the means encoded in a contiguous pass (vectorised), then stored at the
+            # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
+            # scalar divisions and conversions before)
             for l in range(nc):
-                put(y, yb + l * yc + ow * yw, _mean(x, a[l], cnt[l] if skip is not None else vol))
+                o[l] = enc(x, _mean(x, a[l], cnt[l] if skip is not None else vol))
+            yo = yb + ow * yw
+            for l in range(nc):
+                y[np.uint64(yo + l * yc)] = o[l]
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
+
+
+@numba.njit(inline="always")
+def _rows_in_use(vol):
+    """Rows of lanes a window of ``vol`` elements is added into: all 32 from 33 elements on;
+    below, the largest power of two under ``vol`` (1 for one element), element ``k`` going to
+    row ``k % rows``. That is the halving steps larger than ``rows`` (no-ops then) and the one
+    of ``rows`` (row i += row i + rows) done as the elements are read: the same sums, from
+    fewer rows (float32 64x512x14x14 -> 5x5: 9-16 rows become 8)."""
+    if vol > SUM_LANES:
+        return SUM_LANES
+    rows = 1
+    while rows * 2 < vol:
+        rows *= 2
+    return rows
+
+
+@numba.njit(inline="always")
+def _channel_run(x, e, nc, a, cnt, q, first, skip):
+    """Add ``x[e:e+nc]`` (one window element of ``nc`` channels) into row ``q`` of the lanes
+    ``a`` (and, with :data:`SKIPNA`, its non-NaN count into ``cnt``). A lane's ``first``
+    element is stored as ``v + 0.0`` (the bits of adding it to a lane reset to +0.0): no pass
+    zeroing the rows, no load of them (float16 64x512x14x14 -> 5x5 spent 15% in memset)."""
+    z = acc(x, 0)
+    if first:
+        for l in range(nc):
+            v = get(x, e + l)
+            if skip is not None:
+                # a NaN keeps its lane's place and adds nothing (+0.0 changes no lane: one
+                # never holds -0.0)
+                ok = v == v
+                a[np.uint64(q + l)] = (v if ok else z) + z
+                cnt[np.uint64(q + l)] = np.int32(ok)
+            else:
+                a[np.uint64(q + l)] = v + z
+    else:
+        for l in range(nc):
+            v = get(x, e + l)
+            if skip is not None:
+                ok = v == v
+                a[np.uint64(q + l)] += v if ok else z
+                cnt[np.uint64(q + l)] += np.int32(ok)
+            else:
+                a[np.uint64(q + l)] += v
 
 
 @numba.njit(**_JIT)
@@ -1934,18 +1973,19 @@ def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
 
 
 @numba.njit(inline="always")
-def _fold_channels(x, e, nc, m, at, v, r, skip, knan):
+def _fold_channels(x, e, nc, at, v, r, skip, knan):
     """Fold the run ``x[e:e+nc]`` (in-plane position ``r`` of ``nc`` channels' windows) into
-    each channel's largest key ``m``, its position ``at`` and its value ``v``: the first
-    maximum, or (plain calls) the last NaN. A function of its own, LLVM vectorises it (inline in
-    the loop nest it stayed scalar; bfloat16 64x512x14x14 -> 5x5 3.6-4.4 -> 2.5-3.7 ms)."""
+    each channel's maximum so far, its value ``v`` (as stored) and position ``at``: the first
+    maximum, or (plain calls) the last NaN. The maximum's key is computed again from ``v``
+    rather than kept: a few integer operations instead of a third array's load and store each
+    element. A function of its own, LLVM vectorises it (inline in the loop nest it stayed
+    scalar; bfloat16 64x512x14x14 -> 5x5 3.6-4.4 -> 2.5-3.7 ms)."""
     for l in range(nc):
         i = np.uint64(l)
         u = x[np.uint64(e + l)]
+        vk, ak = v[i], at[i]
         k = _mkey(x, u, skip)
-        mk, ak, vk = m[i], at[i], v[i]
-        take = (k > mk) | ((skip is None) & (k == knan))
-        m[i] = max(mk, k)
+        take = (k > _mkey(x, vk, skip)) | ((skip is None) & (k == knan))
         at[i] = np.int32(r) if take else ak
         v[i] = u if take else vk
 
@@ -1961,8 +2001,6 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     CB = -(-C // MAX_CHANNEL_BLOCK)
     P = MAX_CHANNEL_BLOCK
     knan = key_nan(x)
-    low = -knan - 1  # below every key, skipna's NaN key included
-    m = np.full(P, knan)  # (the keys' type; each output sets them)
     at = np.empty(P, np.int32)  # the in-plane index of each channel's maximum
     v = np.empty(P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
@@ -1977,16 +2015,17 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             b = xb + d0 * xd + h0 * xh + w0 * xw
+            r0 = np.int32((d0 * H + h0) * W + w0)
             for l in range(nc):
-                # skipna's NaN (key ``low``) is never taken: a window of NaN only keeps its
-                # first element
-                m[l], at[l], v[l] = low, np.int32((d0 * H + h0) * W + w0), x[np.uint64(b + l)]
+                # the first element as it is: what folding it into a smallest key gives (a
+                # skipna NaN too: the window of NaN only keeps its first element)
+                at[l], v[l] = r0, x[np.uint64(b + l)]
             for d in range(d0, d1):
                 for h in range(h0, h1):
                     b = xb + d * xd + h * xh
                     q = np.int32((d * H + h) * W)
-                    for w in range(w0, w1):
-                        _fold_channels(x, b + w * xw, nc, m, at, v, q + np.int32(w), skip, knan)
+                    for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
+                        _fold_channels(x, b + w * xw, nc, at, v, q + np.int32(w), skip, knan)
             for l in range(nc):
                 y[np.uint64(yb + l * yc + ow * yw)] = v[l]
                 ind[np.uint64(jb + l * jc + ow * jw)] = at[l]
