@@ -214,6 +214,22 @@ def _combine1(a, filled):
 
 
 @numba.njit(inline="always")
+def _rows_in_use(vol):
+    """Rows of lanes a window of ``vol`` elements is added into: all 32 from 33 elements on;
+    below, the largest power of two under ``vol`` (``vol`` itself for 1 or 2), element ``k`` going to
+    row ``k % rows``. That is the halving steps larger than ``rows`` (no-ops then) and the one
+    of ``rows`` (row i += row i + rows) done as the elements are read: the same bits (adding
+    ``x`` to a lane or to ``0.0 + x`` differ only for ``x == -0.0``, and a lane that already
+    holds a number is never -0.0), from fewer rows (14x14 -> 5x5: 9-16 rows become 8)."""
+    if vol > SUM_LANES:
+        return SUM_LANES
+    rows = min(vol, 2)  # two elements stay in two rows: one would chain their additions
+    while rows * 2 < vol:
+        rows *= 2
+    return rows
+
+
+@numba.njit(inline="always")
 def _zero(a, n):
     for t in range(n):
         a[t] = 0
@@ -621,21 +637,6 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 
 
 @numba.njit(inline="always")
-def _rows_in_use(vol):
-    """Rows of lanes a window of ``vol`` elements is added into: all 32 from 33 elements on;
-    below, the largest power of two under ``vol`` (1 for one element), element ``k`` going to
-    row ``k % rows``. That is the halving steps larger than ``rows`` (no-ops then) and the one
-    of ``rows`` (row i += row i + rows) done as the elements are read: the same sums, from
-    fewer rows (float32 64x512x14x14 -> 5x5: 9-16 rows become 8)."""
-    if vol > SUM_LANES:
-        return SUM_LANES
-    rows = 1
-    while rows * 2 < vol:
-        rows *= 2
-    return rows
-
-
-@numba.njit(inline="always")
 def _channel_run(x, e, nc, a, cnt, q, first, skip):
     """Add ``x[e:e+nc]`` (one window element of ``nc`` channels) into row ``q`` of the lanes
     ``a`` (and, with :data:`SKIPNA`, its non-NaN count into ``cnt``). A lane's ``first``
@@ -785,23 +786,24 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             vol = vdh * (w1 - w0)
-            _zero(a, min(vol, SUM_LANES) * LANES)
+            rows = _rows_in_use(vol)
+            _zero(a, rows * LANES)
             if skip is not None:
-                _zero(cnt, min(vol, SUM_LANES) * LANES)
+                _zero(cnt, rows * LANES)
             k = 0
             for d in range(e0, e1):
                 for h in range(f0, f1):
                     b = bb + d * bd + h * bh
                     for w in range(w0, w1):
-                        q = (k & (SUM_LANES - 1)) * LANES
+                        q = (k & (rows - 1)) * LANES
                         if side:
                             add_block(a, q, bx, b + w * bw, cnt, skip)
                         else:
                             add_planes(a, q, bx, b + w * bw, poff, cnt, skip)
                         k += 1
-            _combine(a, LANES, vol)
+            _combine(a, LANES, rows)
             if skip is not None:
-                _combine(cnt, LANES, vol)
+                _combine(cnt, LANES, rows)
             for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
                 t = _mean(x, a[p], cnt[p] if skip is not None else vol)
                 put(y, yb + p * yc + ow * yw, t)
