@@ -216,11 +216,12 @@ def _combine1(a, filled):
 @numba.njit(inline="always")
 def _rows_in_use(vol):
     """Rows of lanes a window of ``vol`` elements is added into: all 32 from 33 elements on;
-    below, the largest power of two under ``vol`` (``vol`` itself for 1 or 2), element ``k`` going to
-    row ``k % rows``. That is the halving steps larger than ``rows`` (no-ops then) and the one
-    of ``rows`` (row i += row i + rows) done as the elements are read: the same bits (adding
-    ``x`` to a lane or to ``0.0 + x`` differ only for ``x == -0.0``, and a lane that already
-    holds a number is never -0.0), from fewer rows (14x14 -> 5x5: 9-16 rows become 8)."""
+    below, the largest power of two under ``vol`` (``vol`` itself for 1 or 2), element ``k``
+    going to row ``k % rows``. That is the halving steps larger than ``rows`` (no-ops then)
+    and the one of ``rows`` (row i += row i + rows) done as the elements are read: the same
+    bits (adding ``x`` to a lane or to ``0.0 + x`` differ only for ``x == -0.0``, and a lane
+    that already holds a number is never -0.0), from fewer rows (14x14 -> 5x5: 9-16 rows
+    become 8)."""
     if vol > SUM_LANES:
         return SUM_LANES
     rows = min(vol, 2)  # two elements stay in two rows: one would chain their additions
@@ -601,7 +602,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     CB = -(-C // CHANNEL_BLOCK)
     P = CHANNEL_BLOCK
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
-    cnt = np.zeros(SUM_LANES * P if skip is not None else 0, np.int32)
+    cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     o = np.empty(P, x.dtype)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
