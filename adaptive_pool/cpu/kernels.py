@@ -49,6 +49,7 @@ from ..windows import axes_layout, index_in_window
 from .access import (
     SPLIT_512,
     acc,
+    dec,
     decodes,
     enc,
     get,
@@ -1975,20 +1976,42 @@ def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
 
 
+def _by_keys(x):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_by_keys, inline="always")
+def _by_keys_impl(x):
+    """Whether :func:`_fold_channels` compares ``x``'s elements by their keys (float32: the
+    float compare took 1.03-1.15x as long) rather than decoded (float64 and 16-bit: the keys
+    took 1.15-1.47x as long), a compile-time constant."""
+    keys = x.dtype == types.float32
+    return lambda x: keys
+
+
 @numba.njit(inline="always")
-def _fold_channels(x, e, nc, at, v, r, skip, knan):
+def _fold_channels(x, e, nc, at, v, r, skip):
     """Fold the run ``x[e:e+nc]`` (in-plane position ``r`` of ``nc`` channels' windows) into
     each channel's maximum so far, its value ``v`` (as stored) and position ``at``: the first
-    maximum, or (plain calls) the last NaN. The maximum's key is computed again from ``v``
-    rather than kept: a few integer operations instead of a third array's load and store each
-    element. A function of its own, LLVM vectorises it (inline in the loop nest it stayed
-    scalar; bfloat16 64x512x14x14 -> 5x5 3.6-4.4 -> 2.5-3.7 ms)."""
+    maximum, or (plain calls) the last NaN; with :data:`SKIPNA` a number replaces a NaN kept
+    as the window's first element, and NaN nothing. The maximum's key is not kept: it is
+    computed again from ``v`` (integer operations instead of a third array's load and store),
+    or the decoded values are compared (the same order: -0.0 == +0.0, NaN apart), whichever is
+    faster for the dtype (:func:`_by_keys`). A function of its own, LLVM vectorises it (inline
+    in the loop nest it stayed scalar; bfloat16 64x512x14x14 -> 5x5 3.6-4.4 -> 2.5-3.7 ms)."""
     for l in range(nc):
         i = np.uint64(l)
         u = x[np.uint64(e + l)]
         vk, ak = v[i], at[i]
-        k = _mkey(x, u, skip)
-        take = (k > _mkey(x, vk, skip)) | ((skip is None) & (k == knan))
+        if _by_keys(x):
+            k = _mkey(x, u, skip)
+            take = (k > _mkey(x, vk, skip)) | ((skip is None) & (k == key_nan(x)))
+        else:
+            a, b = dec(x, u), dec(x, vk)
+            if skip is not None:
+                take = (a > b) | ((b != b) & (a == a))
+            else:
+                take = (a > b) | (a != a)
         at[i] = np.int32(r) if take else ak
         v[i] = u if take else vk
 
@@ -2003,7 +2026,6 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     j0, jn, jc, jd, jh, jw = ig
     CB = -(-C // MAX_CHANNEL_BLOCK)
     P = MAX_CHANNEL_BLOCK
-    knan = key_nan(x)
     at = np.empty(P, np.int32)  # the in-plane index of each channel's maximum
     v = np.empty(P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
@@ -2028,7 +2050,7 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
                     b = xb + d * xd + h * xh
                     q = np.int32((d * H + h) * W)
                     for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
-                        _fold_channels(x, b + w * xw, nc, at, v, q + np.int32(w), skip, knan)
+                        _fold_channels(x, b + w * xw, nc, at, v, q + np.int32(w), skip)
             for l in range(nc):
                 y[np.uint64(yb + l * yc + ow * yw)] = v[l]
                 ind[np.uint64(jb + l * jc + ow * jw)] = at[l]
