@@ -315,16 +315,25 @@ def test_f16_without_f16c_uses_the_integer_codec(tmp_path):
     x = rand((2, 3, 9, 40), F16, seed=5)
     np.save(tmp_path / "x.npy", x)
     sizes = [(4, 3), (3, 4)]  # 8 planes side by side; windows of rows 10 wide (direct)
+    # and the 8-plane backward's shares (9 planes: a whole block and a last one)
+    g = rand((1, 9, 5, 5), F16, seed=6)
+    np.save(tmp_path / "g.npy", g)
+
+    def run(x, g):
+        return ([ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() for s in sizes]
+                + [ap.adaptive_avg_pool2d_backward(g, np.empty((1, 9, 14, 14), F16))
+                   .view(np.uint16).tolist()])
+
     code = (
         "import numpy as np, adaptive_pool as ap; from adaptive_pool.cpu import access; "
-        f"x = np.load({str(tmp_path / 'x.npy')!r}); "
+        f"x = np.load({str(tmp_path / 'x.npy')!r}); g = np.load({str(tmp_path / 'g.npy')!r}); "
         "print(access.NATIVE_HALF, [ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() "
-        f"for s in {sizes!r}])"
+        f"for s in {sizes!r}] + [ap.adaptive_avg_pool2d_backward(g, np.empty((1, 9, 14, 14), "
+        "np.float16)).view(np.uint16).tolist()])"
     )
     env = {**os.environ, "NUMBA_CPU_NAME": "generic",
            "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout.split(" ", 1)
     assert out[0] == "False"
-    want = [ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() for s in sizes]
-    assert ast.literal_eval(out[1]) == want
+    assert ast.literal_eval(out[1]) == run(x, g)

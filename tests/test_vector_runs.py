@@ -10,7 +10,8 @@ import pytest
 
 from adaptive_pool.cpu.lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
-    number_bits, number_word, rows_sum, run_count, run_fill, run_sum,
+    number_bits, number_word, rows_sum, run_count, run_fill, run_sum, share_planes,
+    store_planes, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -61,6 +62,16 @@ def _add_planes(a, q, src, o, poff, cnt, skip):
 @numba.njit
 def _interleave(dst, o, src, b, poff, n):
     interleave_planes(dst, o, src, b, poff, n)
+
+
+@numba.njit
+def _store_planes(dst, b, poff, src, o, n):
+    store_planes(dst, b, poff, src, o, n)
+
+
+@numba.njit
+def _share_planes(a, q, src, o, poff, v):
+    share_planes(a, q, src, o, poff, v)
 
 
 @numba.njit
@@ -218,6 +229,48 @@ def test_planes_interleaved(dtype):
             want[GUARD : GUARD + PLANES * n] = np.stack(
                 [src[3 + p : 3 + p + n] for p in poff], axis=1).astype(acc).ravel()
         np.testing.assert_array_equal(dst, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_planes_stored_back(dtype):
+    """``store_planes`` writes element ``8 i + l`` of the lane-major source to element i of
+    plane l, bits unchanged (NaN payloads and -0.0 included), for runs of every length around
+    its blocks of 8, and writes nothing else."""
+    rng = np.random.default_rng(10)
+    st = STORAGE[np.dtype(dtype)]
+    bits = np.dtype(st).itemsize * 8
+    for n in (0, 1, 7, 8, 9, 16, 23, 70):
+        src = rng.integers(0, 1 << bits, 2 * GUARD + PLANES * n, dtype=np.uint64)
+        src = src.astype(f"u{bits // 8}").view(st)
+        # planes far enough apart not to overlap, in no particular order
+        poff = (rng.permutation(PLANES) * (n + 3)).astype(np.int64)
+        dst = np.full(PLANES * (n + 3) + 2 * GUARD, 7, f"u{bits // 8}").view(st)
+        want = dst.copy()
+        _store_planes(dst, GUARD, poff, src, GUARD, n)
+        for l, p in enumerate(poff):
+            want[GUARD + p : GUARD + p + n] = src[GUARD + l : GUARD + l + PLANES * n : PLANES]
+        assert dst.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_shares_divided_side_by_side(dtype):
+    """``share_planes`` stores one element of each plane, decoded, divided by ``v``: the bits of
+    the scalar division, NaN, infinities and signed zeros included; no other slot changes."""
+    if not vector_runs(np.dtype(STORAGE[np.dtype(dtype)])):
+        pytest.skip("float16 runs need F16C")
+    rng = np.random.default_rng(11)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    src = rng.standard_normal(300).astype(dtype)
+    src[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30]
+    for o, v in ((0, 3.0), (5, 7.0), (100, 0.1), (3, -0.0)):
+        poff = rng.integers(0, 200, PLANES).astype(np.int64)
+        poff[:5] = np.arange(5) - o  # the special values among the lanes
+        a = np.full(3 * PLANES, 5.0, acc)
+        want = a.copy()
+        with np.errstate(all="ignore"):
+            want[PLANES : 2 * PLANES] = src[o + poff].astype(acc) / acc(v)
+        _share_planes(a, PLANES, src.view(STORAGE[src.dtype]), o, poff, acc(v))
+        assert a.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)

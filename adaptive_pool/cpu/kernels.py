@@ -47,7 +47,6 @@ from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import (
-    SPLIT_512,
     acc,
     dec,
     decodes,
@@ -64,7 +63,8 @@ from .access import (
 from .calls import call
 from .lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
-    number_bits, number_word, rows_sum, run_count, run_fill, run_sum, vector_runs,
+    number_bits, number_word, rows_sum, run_count, run_fill, run_sum, share_planes,
+    store_planes, vector_runs,
 )
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
@@ -690,8 +690,7 @@ def _narrow_impl(x):
     """Whether ``x``'s elements are narrower than float64's (a compile-time constant). The
     8-plane average forward copies the bands of such planes where they are too large to copy
     whole, and reads float64 ones in place (copied, 4x64x16x56x56 -> 4x7x7 took 1.35x as long;
-    float32 took 0.4x); the 8-plane backward stores such planes element by element across the
-    planes (:func:`_avg_backward_lanes_chunk`)."""
+    float32 took 0.4x)."""
     narrow = x.dtype != types.float64
     return lambda x: narrow
 
@@ -1434,6 +1433,46 @@ def _plane_bit_counts(x, xb, xl, H, W, hs, he, wbits, bits, cw):
             count_bits(cw, (oh * OW + ow) * LANES, bits, h0 * LANES, he[oh] - h0, wbits[ow])
 
 
+def _shares(a, q, go, b, lane, v):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_shares, inline="always")
+def _shares_impl(a, q, go, b, lane, v):
+    """``a[q + l] = go[b + lane[l]] / v`` (decoded) for every lane:
+    :func:`~adaptive_pool.cpu.lanes.share_planes` where it reads ``go``'s storage (one vector
+    division), else element by element."""
+    if vector_runs(go.dtype):
+        return lambda a, q, go, b, lane, v: share_planes(a, q, go, b, lane, v)
+
+    def scalar(a, q, go, b, lane, v):
+        for l in range(LANES):
+            a[q + l] = get(go, b + lane[l]) / v
+
+    return scalar
+
+
+def _store_lane_rows(gi, ib, ioff, rows, buf, n):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_store_lane_rows, inline="always")
+def _store_lane_rows_impl(gi, ib, ioff, rows, buf, n):
+    """``gi[ib + ioff[l] + k] = rows[k * LANES + l]`` (encoded) for ``k < n`` and every lane:
+    :func:`~adaptive_pool.cpu.lanes.store_planes`, from ``rows`` where ``gi`` stores the
+    accumulation dtype, else from ``buf`` (``gi``'s dtype) once ``rows`` is encoded into it in
+    one unit-stride (vector) loop."""
+    if gi.dtype == rows.dtype:
+        return lambda gi, ib, ioff, rows, buf, n: store_planes(gi, ib, ioff, rows, 0, n)
+
+    def encoded(gi, ib, ioff, rows, buf, n):
+        for k in range(n * LANES):
+            buf[k] = enc(gi, rows[k])
+        store_planes(gi, ib, ioff, buf, 0, n)
+
+    return encoded
+
+
 @numba.njit(**_BODY)
 def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_lanes`."""
@@ -1450,8 +1489,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     rows = scratch(go, H * WL)
     rowd = scratch(go, WL)
     enc_row = np.empty(WL, gi.dtype)
-    s = scratch(go, LANES)
+    enc_rows = np.empty(H * WL if plane_run and decodes(gi) else 0, gi.dtype)
     lane = np.empty(LANES, np.int64)
+    ioff = np.empty(LANES, np.int64)
+    no_count = np.empty(0, np.int32)
     # skipna: each lane's plane in ``cnt`` and in ``x``; the slab's validity (1 for a number)
     # and, counted here where windows do not span d (``cnt`` empty), its windows' counts
     cl = np.empty(LANES, np.int64)
@@ -1484,13 +1525,13 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
-    one_w = _tiles(wl, wh)
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
     for it in range(it_lo, it_hi):
         c0 = cb * LANES
         nl = min(LANES, C - c0)
         for l in range(LANES):
             lane[l] = min(l, nl - 1) * gc
+            ioff[l] = l * ic
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
         xb = x0 + n * xn + c0 * xc + d * xd
@@ -1559,33 +1600,17 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                         for ow in range(OW):
                             # volume as the integer product, converted once (bit-identical)
                             v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                            for l in range(LANES):
-                                gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / v
+                            _shares(gv, ow * LANES, go, gr + ow * gw, lane, v)
+                    # each column's shares added from +0.0 in ascending ow, a vector add of the
+                    # 8 planes each (scalar loops before: 8 arrays LLVM could not tell apart;
+                    # float32 64x512x14x14 -> 5x5 spent a quarter of its time here)
                     q = ((od - od0) * OH + oh) * WL
-                    if W >= 8 * OW:
-                        # long windows (8 or more on average): each output's share added over its
-                        # window, in ascending ow as the gather below (the same bits), one
-                        # contiguous run each: 0.6-0.75x the gather's time on 1x256x559 -> 11
-                        for k in range(WL):
-                            part[np.uint64(q + k)] = 0
-                        for ow in range(OW):
-                            for w in range(tab[sw + ow], tab[ew + ow]):
-                                for l in range(LANES):
-                                    part[np.uint64(q + w * LANES + l)] += gv[ow * LANES + l]
-                    elif one_w:
-                        for w in range(W):
-                            o = wl[w] * LANES
-                            for l in range(LANES):
-                                part[np.uint64(q + w * LANES + l)] = z + gv[np.uint64(o + l)]
-                    else:
-                        for w in range(W):
-                            for l in range(LANES):
-                                s[l] = 0
-                            for ow in range(wl[w], wh[w]):
-                                for l in range(LANES):
-                                    s[l] += gv[np.uint64(ow * LANES + l)]
-                            for l in range(LANES):
-                                part[np.uint64(q + w * LANES + l)] = s[l]
+                    for w in range(W):
+                        qw = q + w * LANES
+                        for l in range(LANES):
+                            part[np.uint64(qw + l)] = 0
+                        for ow in range(wl[w], wh[w]):
+                            add_block(part, qw, gv, ow * LANES, no_count, PLAIN)
         ib = i0 + n * in_ + c0 * ic + d * id_
         if fresh or mask:
             for h in range(H):
@@ -1595,16 +1620,13 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             for k in range(H * WL):
                 rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
-            if SPLIT_512 and nl == LANES and _narrow(gi):
-                # element k of each plane in turn: a plane at a time reads the lane-major rows
-                # at a stride of LANES, which LLVM vectorises with AVX-512 as gathers, slow on
-                # Zen 4 (perf: 25% of float32 64x512x14x14 -> 5x5's kernel on vgatherqps):
-                # float32 4x16x28x28 -> 7x7 37-59 -> 22-25 us, 8x128x8x14x14 -> 3x5x5 1.32-2.00
-                # -> 0.91-1.08 ms one thread, 32x256x28x28 -> 7x7 2.81-3.45 -> 1.57-2.53 two;
-                # float64's planes, 64 bytes a row of lanes, lost 1.1-1.2x
-                for k in range(H * W):
-                    for l in range(LANES):
-                        put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
+            if nl == LANES:
+                # transposed in registers, 8 elements of each plane a block: stored a plane at a
+                # time, LLVM gathered the lane-major rows (slow on Zen 4; float64 64x512x14x14
+                # -> 5x5 still 1.1x faster so, as its 51 MB go to memory, 8x128x8x14x14 ->
+                # 3x5x5 1.3x slower); element k of each plane in turn, a shuffle and a 16-byte
+                # store per 4 elements
+                _store_lane_rows(gi, ib, ioff, rows, enc_rows, H * W)
             else:
                 # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
                 # against stores interleaved over the LANES planes, row by row

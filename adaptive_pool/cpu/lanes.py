@@ -544,6 +544,41 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     return sig, codegen
 
 
+@intrinsic
+def share_planes(typingctx, a, q, src, o, poff, v):
+    """``a[q + l] = src[o + poff[l]] / v`` (decoded) for the ``PLANES`` planes ``l``: one
+    element of each gathered into one vector and divided by one vector division (the scalar
+    loop is 8 scalar divisions, whose throughput bounds the average backward's shares of
+    small windows). ``a``: the accumulation dtype of ``src`` (a dtype :func:`vector_runs`
+    accepts), ``v`` a scalar of it; ``poff``: int64. The caller keeps every index inside its
+    array."""
+    i64 = types.int64
+    if not (isinstance(src, types.Array) and vector_runs(src.dtype)
+            and isinstance(a, types.Array) and a.dtype == _ACC[src.dtype] and v == a.dtype
+            and isinstance(poff, types.Array) and poff.dtype == i64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        adata, sdata, pdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 2, 4))
+        st = context.get_data_type(signature.args[2].dtype)
+        at = context.get_data_type(signature.args[0].dtype)
+        i32 = ir.IntType(32)
+        g = ir.Constant(ir.VectorType(st, PLANES), None)
+        for lane in range(PLANES):
+            off = builder.load(builder.gep(pdata, [ir.Constant(ir.IntType(64), lane)]))
+            e = builder.load(builder.gep(sdata, [builder.add(args[3], off)]))
+            g = builder.insert_element(g, e, ir.Constant(i32, lane))
+        vec = ir.VectorType(at, PLANES)
+        d = builder.fdiv(_decode(builder, g, signature.args[2].dtype, vec),
+                         _splat(builder, vec, args[5]))
+        ptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
+        builder.store(d, ptr, align=at.get_abi_size(context.target_data))
+        return context.get_dummy_value()
+
+    return types.none(a, i64, src, i64, poff, v), codegen
+
+
 def _number_word(builder, run, n):
     """An i64 with bit ``i`` set where ``run[i]`` is not NaN, for ``i < n <= 64``."""
     word = ir.IntType(64)
@@ -791,6 +826,58 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
         return context.get_dummy_value()
 
     return types.none(dst, i64, src, i64, poff, i64), codegen
+
+
+#: Storage types :func:`store_planes` moves (float16 and bfloat16 as their bits).
+_MOVED = (types.float32, types.float64, types.uint16, types.int16)
+
+
+@intrinsic
+def store_planes(typingctx, dst, b, poff, src, o, n):
+    """``dst[b + poff[l] + i] = src[o + PLANES * i + l]`` for ``i < n`` and the ``PLANES``
+    planes ``l``: the inverse of :func:`interleave_planes`, 8 planes side by side written
+    back as runs of their own, elements already encoded (``dst`` and ``src`` the same storage
+    dtype). Blocks of ``PLANES`` elements are loaded a row of lanes at a time, transposed in
+    registers and stored a run of each plane at a time; the last ``n % PLANES`` one by one.
+    The caller keeps every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
+            and dst.dtype == src.dtype and dst.dtype in _MOVED
+            and isinstance(poff, types.Array) and poff.dtype == i64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        _, b, _, _, o, n = args
+        word = ir.IntType(64)
+        ddata, pdata, sdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 2, 3))
+        et = context.get_data_type(signature.args[0].dtype)
+        vec = ir.VectorType(et, PLANES)
+        size = et.get_abi_size(context.target_data)
+        runs = [builder.gep(ddata, [builder.add(b, builder.load(
+            builder.gep(pdata, [ir.Constant(word, l)])))]) for l in range(PLANES)]
+        eight = ir.Constant(word, PLANES)
+        nfull = builder.udiv(n, eight)
+        with cgutils.for_range(builder, nfull) as loop:
+            i = builder.mul(loop.index, eight)
+            rows = []
+            for j in range(PLANES):
+                at = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), eight))
+                ptr = builder.bitcast(builder.gep(sdata, [at]), vec.as_pointer())
+                rows.append(builder.load(ptr, align=size))
+            for l, run in enumerate(_transpose(builder, rows)):
+                ptr = builder.bitcast(builder.gep(runs[l], [i]), vec.as_pointer())
+                builder.store(run, ptr, align=size)
+        first = builder.mul(nfull, eight)
+        with cgutils.for_range(builder, builder.sub(n, first)) as loop:
+            i = builder.add(first, loop.index)
+            at = builder.add(o, builder.mul(i, eight))
+            for l in range(PLANES):
+                v = builder.load(builder.gep(sdata, [builder.add(at, ir.Constant(word, l))]))
+                builder.store(v, builder.gep(runs[l], [i]))
+        return context.get_dummy_value()
+
+    return types.none(dst, i64, poff, src, i64, i64), codegen
 
 
 @intrinsic
