@@ -196,6 +196,31 @@ def test_max_backward_singleton_axis_with_its_own_stride(batch, dtype):
     np.testing.assert_array_equal(_bits(ap.adaptive_max_pool2d_backward(gv, x, idx)), _bits(want))
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "grad_view,index_view",
+    [("channels-last", "contiguous"), ("contiguous", "channels-last"),
+     ("channels-last", "channels-last"), ("fortran", "contiguous")],
+)
+def test_max_backward_planes_in_groups_of_mixed_layouts(grad_view, index_view, dtype):
+    """The sparse max backward takes many small planes at once where the result's planes
+    follow each other, copying gradients and indices that do not (channels-last) plane after
+    plane: the bits of the C-order call, groups stopping at each sample's last channel, and
+    the first bad index in C order reported."""
+    x = rand((3, 37, 9, 10), dtype, seed=8)
+    y, idx = ap.adaptive_max_pool2d(x, (4, 3))
+    g = rand(y.shape, dtype, seed=9)
+    gv = _same_values(VIEWS2[grad_view](g), g)
+    iv = _same_values(VIEWS2[index_view](idx), idx)
+    want = ap.adaptive_max_pool2d_backward(g, x, idx)
+    np.testing.assert_array_equal(_bits(ap.adaptive_max_pool2d_backward(gv, x, iv)), _bits(want))
+    bad = idx.copy()
+    bad[2, 30, 3, 2] = 0  # outside its window
+    bad[1, 5, 0, 1] = 89
+    with pytest.raises(IndexError, match=r"\[1, 5, 0, 1\] = 89"):
+        ap.adaptive_max_pool2d_backward(gv, x, _same_values(VIEWS2[index_view](bad), bad))
+
+
 def test_read_only_inputs_are_accepted():
     x = rand((2, 3, 5, 4, 6), F32, seed=5)
     x.flags.writeable = False

@@ -626,11 +626,10 @@ class CpuBackend:
         # dense planes: an element's address is its plane's plus its flat index
         if sparse and _c_order(ig[3:], (d, h, w)):
             m = od * oh * ow
-            # planes that follow each other in all three arrays are taken many at a time
-            outs = (n, c, od, oh, ow)
-            follow = _c_order(gg[1:], outs) and _c_order(jg[1:], outs)
-            follow = follow and _c_order(ig[1:], (n, c, d, h, w))
-            group = max(1, _SPARSE_GROUP // (m + plane)) if follow else 1
+            # planes that follow each other in the result are taken many at a time, their
+            # gradients and indices copied plane after plane where they do not follow too
+            # (channels-last gradients: 64x512x14x14 -> 5x5 1.3-1.4x against one plane at a time)
+            group = max(1, _SPARSE_GROUP // (m + plane)) if _c_order(ig[2:], (c, d, h, w)) else 1
             lo, nn = kernels.window_bounds(tab, dims, group)
             disjoint = _disjoint(tab, dims)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)

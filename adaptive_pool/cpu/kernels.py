@@ -2365,6 +2365,41 @@ def _scatter_add(dst, base, keys, vals, n, merge):
     dst[np.uint64(base + k)] = t
 
 
+@numba.njit(inline="always")
+def _planes_follow(sn, sc, size, N, C):
+    """Whether planes of ``size`` elements with these sample and channel strides follow each
+    other in memory, across samples too."""
+    return (C == 1 or sc == size) and (N == 1 or sn == C * size)
+
+
+@numba.njit(inline="always")
+def _copy_planes(dst, src, b, B, sc, sd, sh, sw, OD, OH, OW):
+    """``B`` planes of ``OD x OH x OW`` elements (:func:`_value`) from ``src[b:]`` (channel stride
+    ``sc``) into ``dst``, one after the other in C order, a plane's row at a time (with the
+    channels innermost, LLVM gathered and scattered them, 64-bit index products and all)."""
+    q = 0
+    for t in range(B):
+        for od in range(OD):
+            for oh in range(OH):
+                e = b + t * sc + od * sd + oh * sh
+                for ow in range(OW):
+                    dst[np.uint64(q + ow)] = _value(src, src[np.uint64(e + ow * sw)])
+                q += OW
+
+
+def _value(a, v):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_value, inline="always")
+def _value_impl(a, v):
+    """Stored element ``v`` of ``a`` as a kernel reads it: an index as it is, a floating
+    element decoded (:func:`~adaptive_pool.cpu.access.dec`)."""
+    if a.dtype in (types.int32, types.int64):
+        return lambda a, v: v
+    return lambda a, v: dec(a, v)
+
+
 @numba.njit(**_BODY)
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
                   nchunk):
@@ -2377,13 +2412,19 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     m = OD * OH * OW
     plane = D * H * W
     dense = _one_run(jd, jh, jw, OD, OH, OW)  # a plane's indices are one run
-    # a plane's gradients are decoded as one run or row by row (one call site: compile time)
     g_one = _one_run(gd, gh, gw, OD, OH, OW)
-    g_rows, g_len = (1, m) if g_one else (OD * OH, OW)
+    # planes that follow each other in all three arrays: a group's indices and gradients are
+    # one run each, and a group may span samples. Otherwise (channels-last gradients and
+    # indices) a group stays in one sample, where the caller's result has its planes one after
+    # the other, and its indices and gradients are copied plane after plane first
+    follow = (dense and g_one and _planes_follow(jn, jc, m, N, C)
+              and _planes_follow(gn, gc, m, N, C) and _planes_follow(in_, ic, plane, N, C))
     p_lo, p_hi = _chunk(ch, nchunk, N * C)
     group = min(group, p_hi - p_lo)  # scratch for the planes there are (tiny calls: one)
+    j_copy = not (follow or (dense and (jc == m or group == 1)))
+    g_copy = not (follow or (g_one and (gc == m or group == 1)))
     keys = np.empty(group * m, np.int32)
-    run = np.empty(0 if dense else m, ind.dtype)
+    run = np.empty(group * m if j_copy else 0, ind.dtype)
     gv = scratch(go, group * m)
     # 16-bit planes whose windows overlap add into float sums. With an output per eight
     # elements or more, the group's sums are zeroed, then encoded whole (two vectorised
@@ -2401,17 +2442,13 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     n = p_lo // C
     c = p_lo - n * C
     while p < p_hi:
-        # a group of planes that follow each other in every array (else group == 1)
-        B = min(group, p_hi - p)
+        B = min(group, p_hi - p) if follow else min(group, p_hi - p, C - c)
         ib = i0 + n * in_ + c * ic
         jb = j0 + n * jn + c * jc
         gb = g0 + n * gn + c * gc
         src, sb = ind, jb
-        if not dense:  # copied into one run first (one check call site: compile time)
-            for r in range(OD * OH):
-                rb = jb + (r // OH) * jd + (r % OH) * jh
-                for ow in range(OW):
-                    run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
+        if j_copy:  # copied into one run first (one check call site: compile time)
+            _copy_planes(run, ind, jb, B, jc, jd, jh, jw, OD, OH, OW)
             src, sb = run, 0
         first = _check_plane(src, sb, B * m, plane, W, H, rw, rh, lo, nn, keys)
         if first >= 0 and found < 0:
@@ -2428,9 +2465,10 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
             if first < 0:
                 # the gradients decoded first, in unit-stride loops: a scalar float16 decode
                 # between the additions chained each one to the last (10 cycles an index)
-                for r in range(g_rows):
-                    load_row(go, gb + (r // OH) * gd + (r % OH) * gh, 1 if g_one else gw,
-                             B * g_len, gv[r * g_len :])
+                if g_copy:
+                    _copy_planes(gv, go, gb, B, gc, gd, gh, gw, OD, OH, OW)
+                else:
+                    load_row(go, gb, 1, B * m, gv)
                 # keys are offsets in the group: one loop over its outputs, in ascending order
                 if disjoint:  # a store, not a load and an add: the same bits
                     z = acc(go, 0)
