@@ -99,13 +99,13 @@ def test_skipna_backward_of_channels_last_x(shape, out, dtype):
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
-     ((2, 9, 4, 5), (7, 9)), ((1, 300, 4, 3), (3, 2))],
+     ((2, 9, 4, 5), (7, 9)), ((1, 300, 4, 3), (3, 2)), ((2, 6000, 3, 2), (2, 1))],
 )
 def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     """Channels-last inputs of 8 channels or more, whose blocks of channels the max forward
-    compares side by side (300: two blocks of 128 and one of 44), with ties, NaN (whole NaN
-    windows too) and infinities: the reference's values and indices, and the C-order input's
-    bits."""
+    compares side by side (every channel in one block where their state fits 32 KiB: 6000
+    take two or three blocks, the last a partial one), with ties, NaN (whole NaN windows too)
+    and infinities: the reference's values and indices, and the C-order input's bits."""
     x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties
     x[rand(shape, np.float32, seed=7) > 1.1] = np.nan
     x[rand(shape, np.float32, seed=8) > 1.6] = -np.inf

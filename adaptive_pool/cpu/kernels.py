@@ -124,10 +124,6 @@ SUM_LANES = 32
 #: -> 7x7 9.7 -> 7.6 ms, float16 64x512x14x14 -> 5x5 2.84 -> 2.24, float64 18.0 -> 13.6).
 CHANNEL_BLOCK = 256
 
-#: The same for the channels-last max (:func:`max_pool_channels`), whose per-channel state is
-#: two arrays (value, position): at 256, 64x512x14x14 -> 5x5 took 1.06-1.28x as long in 16 and
-#: 32 bits, with three arrays as with two.
-MAX_CHANNEL_BLOCK = 128
 
 
 #: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
@@ -2040,15 +2036,15 @@ def _fold_channels(x, e, nc, at, v, r, skip):
 
 
 @numba.njit(**_BODY)
-def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
+def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_channels`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, _, xd, xh, xw = xg
     yc, yw = yg[2], yg[5]
     j0, jn, jc, jd, jh, jw = ig
-    CB = -(-C // MAX_CHANNEL_BLOCK)
-    P = MAX_CHANNEL_BLOCK
+    CB = -(-C // block)
+    P = block
     at = np.empty(P, np.int32)  # the in-plane index of each channel's maximum
     v = np.empty(P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
@@ -2081,9 +2077,9 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
+def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchunk):
     """The max forward of inputs whose channels are adjacent in memory (``xc == 1``:
-    PyTorch's channels-last layout): up to :data:`MAX_CHANNEL_BLOCK` channels at a time, each
+    PyTorch's channels-last layout): up to ``block`` channels at a time, each
     window element a unit-stride run of them, compared channel by channel in the contract's
     scan order (d, h, w ascending; a value is taken when its key is larger, or, in plain
     calls, when it is NaN), keeping each channel's value and in-plane index (int32). A work
@@ -2092,7 +2088,7 @@ def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     PyTorch's channels-last kernels)."""
     for ch in prange(nchunk):
         call(_max_channels_chunk, at, (
-            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk
+            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, block, skip, nchunk
         ))
 
 
