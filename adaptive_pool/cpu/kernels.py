@@ -2368,34 +2368,6 @@ def _planes_follow(sn, sc, size, N, C):
     return (C == 1 or sc == size) and (N == 1 or sn == C * size)
 
 
-@numba.njit(inline="always")
-def _copy_planes(dst, src, b, B, sc, sd, sh, sw, OD, OH, OW):
-    """``B`` planes of ``OD x OH x OW`` elements (:func:`_value`) from ``src[b:]`` (channel stride
-    ``sc``) into ``dst``, one after the other in C order, a plane's row at a time (with the
-    channels innermost, LLVM gathered and scattered them, 64-bit index products and all)."""
-    q = 0
-    for t in range(B):
-        for od in range(OD):
-            for oh in range(OH):
-                e = b + t * sc + od * sd + oh * sh
-                for ow in range(OW):
-                    dst[np.uint64(q + ow)] = _value(src, src[np.uint64(e + ow * sw)])
-                q += OW
-
-
-def _value(a, v):  # pragma: no cover - typing stub
-    raise NotImplementedError
-
-
-@overload(_value, inline="always")
-def _value_impl(a, v):
-    """Stored element ``v`` of ``a`` as a kernel reads it: an index as it is, a floating
-    element decoded (:func:`~adaptive_pool.cpu.access.dec`)."""
-    if a.dtype in (types.int32, types.int64):
-        return lambda a, v: v
-    return lambda a, v: dec(a, v)
-
-
 @numba.njit(**_BODY)
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
                   nchunk):
@@ -2444,7 +2416,11 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
         gb = g0 + n * gn + c * gc
         src, sb = ind, jb
         if j_copy:  # copied into one run first (one check call site: compile time)
-            _copy_planes(run, ind, jb, B, jc, jd, jh, jw, OD, OH, OW)
+            for r in range(B * OD * OH):
+                t = r // (OD * OH)
+                rb = jb + t * jc + (r // OH - t * OD) * jd + (r % OH) * jh
+                for ow in range(OW):
+                    run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
             src, sb = run, 0
         first = _check_plane(src, sb, B * m, plane, W, H, rw, rh, lo, nn, keys)
         if first >= 0 and found < 0:
@@ -2461,10 +2437,13 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
             if first < 0:
                 # the gradients decoded first, in unit-stride loops: a scalar float16 decode
                 # between the additions chained each one to the last (10 cycles an index)
-                if g_copy:
-                    _copy_planes(gv, go, gb, B, gc, gd, gh, gw, OD, OH, OW)
-                else:
-                    load_row(go, gb, 1, B * m, gv)
+                # one call site, the group's run or a copied group's rows one at a time (a
+                # loop nest of its own for the copy: 1.2x the compile, 1.05-1.15x as fast)
+                for r in range(B * OD * OH if g_copy else 1):
+                    t = r // (OD * OH)
+                    rb = gb + t * gc + (r // OH - t * OD) * gd + (r % OH) * gh
+                    load_row(go, rb if g_copy else gb, gw if g_copy else 1,
+                             OW if g_copy else B * m, gv[r * OW :])
                 # keys are offsets in the group: one loop over its outputs, in ascending order
                 if disjoint:  # a store, not a load and an add: the same bits
                     z = acc(go, 0)
