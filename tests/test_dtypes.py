@@ -313,27 +313,28 @@ def test_f16_without_f16c_uses_the_integer_codec(tmp_path):
     """A target without F16C (numba's generic CPU) must not get LLVM half conversions (no
     runtime helper is linked: they would crash) and must give the same bits."""
     x = rand((2, 3, 9, 40), F16, seed=5)
-    np.save(tmp_path / "x.npy", x)
     sizes = [(4, 3), (3, 4)]  # 8 planes side by side; windows of rows 10 wide (direct)
-    # and the 8-plane backward's shares (9 planes: a whole block and a last one)
+    # and the 8-plane backward's shares, plain and NaN-skipping (9 planes: a whole block and a
+    # last one)
     g = rand((1, 9, 5, 5), F16, seed=6)
-    np.save(tmp_path / "g.npy", g)
-
-    def run(x, g):
-        return ([ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() for s in sizes]
-                + [ap.adaptive_avg_pool2d_backward(g, np.empty((1, 9, 14, 14), F16))
-                   .view(np.uint16).tolist()])
-
+    x14 = rand((1, 9, 14, 14), F16, seed=7)
+    x14[x14 > 0.8] = np.nan
+    arrays = {"x": x, "g": g, "x14": x14}
+    for name, a in arrays.items():
+        np.save(tmp_path / f"{name}.npy", a)
+    body = (
+        f"[ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() for s in {sizes!r}]"
+        " + [ap.adaptive_avg_pool2d_backward(g, x14, skipna=k).view(np.uint16).tolist()"
+        " for k in (False, True)]"
+    )
     code = (
         "import numpy as np, adaptive_pool as ap; from adaptive_pool.cpu import access; "
-        f"x = np.load({str(tmp_path / 'x.npy')!r}); g = np.load({str(tmp_path / 'g.npy')!r}); "
-        "print(access.NATIVE_HALF, [ap.adaptive_avg_pool2d(x, s).view(np.uint16).tolist() "
-        f"for s in {sizes!r}] + [ap.adaptive_avg_pool2d_backward(g, np.empty((1, 9, 14, 14), "
-        "np.float16)).view(np.uint16).tolist()])"
+        + "".join(f"{n} = np.load({str(tmp_path / (n + '.npy'))!r}); " for n in arrays)
+        + f"print(access.NATIVE_HALF, {body})"
     )
     env = {**os.environ, "NUMBA_CPU_NAME": "generic",
            "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout.split(" ", 1)
     assert out[0] == "False"
-    assert ast.literal_eval(out[1]) == run(x, g)
+    assert ast.literal_eval(out[1]) == eval(body, {"ap": ap, "np": np, **arrays})

@@ -70,8 +70,8 @@ def _store_planes(dst, b, poff, src, o, n):
 
 
 @numba.njit
-def _share_planes(a, q, src, o, poff, v):
-    share_planes(a, q, src, o, poff, v)
+def _share_planes(a, q, src, o, poff, v, cnt, cq):
+    share_planes(a, q, src, o, poff, v, cnt, cq)
 
 
 @numba.njit
@@ -254,8 +254,9 @@ def test_planes_stored_back(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_shares_divided_side_by_side(dtype):
-    """``share_planes`` stores one element of each plane, decoded, divided by ``v``: the bits of
-    the scalar division, NaN, infinities and signed zeros included; no other slot changes."""
+    """``share_planes`` stores one element of each plane, decoded, divided by ``v`` or by the
+    counts beside it: the bits of the scalar division, NaN, infinities, signed zeros and counts
+    of zero included; no other slot changes."""
     if not vector_runs(np.dtype(STORAGE[np.dtype(dtype)])):
         pytest.skip("float16 runs need F16C")
     rng = np.random.default_rng(11)
@@ -265,12 +266,17 @@ def test_shares_divided_side_by_side(dtype):
     for o, v in ((0, 3.0), (5, 7.0), (100, 0.1), (3, -0.0)):
         poff = rng.integers(0, 200, PLANES).astype(np.int64)
         poff[:5] = np.arange(5) - o  # the special values among the lanes
-        a = np.full(3 * PLANES, 5.0, acc)
-        want = a.copy()
-        with np.errstate(all="ignore"):
-            want[PLANES : 2 * PLANES] = src[o + poff].astype(acc) / acc(v)
-        _share_planes(a, PLANES, src.view(STORAGE[src.dtype]), o, poff, acc(v))
-        assert a.tobytes() == want.tobytes()
+        cnt = rng.integers(0, 50, 3 * PLANES).astype(np.int32)
+        cnt[PLANES + 2] = 0
+        for counted in (False, True):
+            a = np.full(3 * PLANES, 5.0, acc)
+            want = a.copy()
+            by = cnt[PLANES + 1 : 2 * PLANES + 1].astype(acc) if counted else acc(v)
+            with np.errstate(all="ignore"):
+                want[PLANES : 2 * PLANES] = src[o + poff].astype(acc) / by
+            _share_planes(a, PLANES, src.view(STORAGE[src.dtype]), o, poff, acc(v),
+                          cnt if counted else None, PLANES + 1)
+            assert a.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)

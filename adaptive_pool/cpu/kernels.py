@@ -1429,23 +1429,30 @@ def _plane_bit_counts(x, xb, xl, H, W, hs, he, wbits, bits, cw):
             count_bits(cw, (oh * OW + ow) * LANES, bits, h0 * LANES, he[oh] - h0, wbits[ow])
 
 
-def _shares(a, q, go, b, lane, v):  # pragma: no cover - typing stub
+def _shares(a, q, go, b, lane, v, cnt, cq):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_shares, inline="always")
-def _shares_impl(a, q, go, b, lane, v):
-    """``a[q + l] = go[b + lane[l]] / v`` (decoded) for every lane:
-    :func:`~adaptive_pool.cpu.lanes.share_planes` where it reads ``go``'s storage (one vector
-    division), else element by element."""
+def _shares_impl(a, q, go, b, lane, v, cnt, cq):
+    """``a[q + l] = go[b + lane[l]] / v`` (decoded) for every lane, or ``/ cnt[cq + l]`` where
+    ``cnt`` (int32) is not None: :func:`~adaptive_pool.cpu.lanes.share_planes` where it reads
+    ``go``'s storage (one vector division), else element by element."""
     if vector_runs(go.dtype):
-        return lambda a, q, go, b, lane, v: share_planes(a, q, go, b, lane, v)
+        return lambda a, q, go, b, lane, v, cnt, cq: share_planes(a, q, go, b, lane, v, cnt, cq)
+    if isinstance(cnt, types.NoneType):
 
-    def scalar(a, q, go, b, lane, v):
+        def scalar(a, q, go, b, lane, v, cnt, cq):
+            for l in range(LANES):
+                a[q + l] = get(go, b + lane[l]) / v
+
+        return scalar
+
+    def counted(a, q, go, b, lane, v, cnt, cq):
         for l in range(LANES):
-            a[q + l] = get(go, b + lane[l]) / v
+            a[q + l] = get(go, b + lane[l]) / acc(go, cnt[cq + l])
 
-    return scalar
+    return counted
 
 
 def _store_lane_rows(gi, ib, ioff, rows, buf, n):  # pragma: no cover - typing stub
@@ -1580,11 +1587,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     gr = gb + od * gd + oh * gh
                     if fused:  # each window's count of non-NaN elements
                         for ow in range(OW):
-                            q = (oh * OW + ow) * LANES
-                            for l in range(LANES):
-                                gv[ow * LANES + l] = get(go, gr + ow * gw + lane[l]) / acc(
-                                    go, cw[q + l]
-                                )
+                            _shares(gv, ow * LANES, go, gr + ow * gw, lane, z, cw,
+                                    (oh * OW + ow) * LANES)
                     elif skip is not None:
                         cr = (((n * C + c0) * OD + od) * OH + oh) * OW
                         for ow in range(OW):
@@ -1596,7 +1600,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                         for ow in range(OW):
                             # volume as the integer product, converted once (bit-identical)
                             v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
-                            _shares(gv, ow * LANES, go, gr + ow * gw, lane, v)
+                            _shares(gv, ow * LANES, go, gr + ow * gw, lane, v, None, 0)
                     # each column's shares added from +0.0 in ascending ow, a vector add of the
                     # 8 planes each (scalar loops before: 8 arrays LLVM could not tell apart;
                     # float32 64x512x14x14 -> 5x5 spent a quarter of its time here)

@@ -545,17 +545,19 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
 
 
 @intrinsic
-def share_planes(typingctx, a, q, src, o, poff, v):
-    """``a[q + l] = src[o + poff[l]] / v`` (decoded) for the ``PLANES`` planes ``l``: one
-    element of each gathered into one vector and divided by one vector division (the scalar
-    loop is 8 scalar divisions, whose throughput bounds the average backward's shares of
-    small windows). ``a``: the accumulation dtype of ``src`` (a dtype :func:`vector_runs`
-    accepts), ``v`` a scalar of it; ``poff``: int64. The caller keeps every index inside its
-    array."""
+def share_planes(typingctx, a, q, src, o, poff, v, cnt, cq):
+    """``a[q + l] = src[o + poff[l]] / v`` (decoded) for the ``PLANES`` planes ``l``, or, with
+    ``cnt`` an int32 array rather than None, ``/ cnt[cq + l]`` (``v`` unused): one element of
+    each gathered into one vector and divided by one vector division (the scalar loop is 8
+    scalar divisions, whose throughput bounds the average backward's shares of small
+    windows). ``a``: the accumulation dtype of ``src`` (a dtype :func:`vector_runs` accepts),
+    ``v`` a scalar of it; ``poff``: int64. The caller keeps every index inside its array."""
     i64 = types.int64
+    counted = isinstance(cnt, types.Array) and cnt.dtype == types.int32
     if not (isinstance(src, types.Array) and vector_runs(src.dtype)
             and isinstance(a, types.Array) and a.dtype == _ACC[src.dtype] and v == a.dtype
-            and isinstance(poff, types.Array) and poff.dtype == i64):
+            and isinstance(poff, types.Array) and poff.dtype == i64
+            and (counted or isinstance(cnt, types.NoneType))):
         return None
 
     def codegen(context, builder, signature, args):
@@ -570,13 +572,19 @@ def share_planes(typingctx, a, q, src, o, poff, v):
             e = builder.load(builder.gep(sdata, [builder.add(args[3], off)]))
             g = builder.insert_element(g, e, ir.Constant(i32, lane))
         vec = ir.VectorType(at, PLANES)
-        d = builder.fdiv(_decode(builder, g, signature.args[2].dtype, vec),
-                         _splat(builder, vec, args[5]))
+        if counted:
+            cdata = _data(context, builder, signature.args[6], args[6])
+            cvec = ir.VectorType(ir.IntType(32), PLANES)
+            cptr = builder.bitcast(builder.gep(cdata, [args[7]]), cvec.as_pointer())
+            by = builder.sitofp(builder.load(cptr, align=4), vec)
+        else:
+            by = _splat(builder, vec, args[5])
+        d = builder.fdiv(_decode(builder, g, signature.args[2].dtype, vec), by)
         ptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
         builder.store(d, ptr, align=at.get_abi_size(context.target_data))
         return context.get_dummy_value()
 
-    return types.none(a, i64, src, i64, poff, v), codegen
+    return types.none(a, i64, src, i64, poff, v, cnt, i64), codegen
 
 
 def _number_word(builder, run, n):
