@@ -125,7 +125,6 @@ SUM_LANES = 32
 CHANNEL_BLOCK = 256
 
 
-
 #: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
 #: (``SKIPNA``). Kernels test it as ``skip is not None`` right in each branch condition: with
 #: ``PLAIN`` (typed ``none``) Numba's dead-branch pruning removes the NaN-skipping branches
@@ -1602,8 +1601,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                             v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
                             _shares(gv, ow * LANES, go, gr + ow * gw, lane, v, None, 0)
                     # each column's shares added from +0.0 in ascending ow, a vector add of the
-                    # 8 planes each (scalar loops before: 8 arrays LLVM could not tell apart;
-                    # float32 64x512x14x14 -> 5x5 spent a quarter of its time here)
+                    # 8 planes each (8-element loops over arrays LLVM could not tell apart, and
+                    # no SLP vectoriser, stayed scalar: a quarter of float32 64x512x14x14 -> 5x5)
                     q = ((od - od0) * OH + oh) * WL
                     for w in range(W):
                         qw = q + w * LANES
@@ -1621,11 +1620,11 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 rows[k] = rows[k] if okv[k] != 0 else z
         if plane_run:
             if nl == LANES:
-                # transposed in registers, 8 elements of each plane a block: stored a plane at a
-                # time, LLVM gathered the lane-major rows (slow on Zen 4; float64 64x512x14x14
-                # -> 5x5 still 1.1x faster so, as its 51 MB go to memory, 8x128x8x14x14 ->
-                # 3x5x5 1.3x slower); element k of each plane in turn, a shuffle and a 16-byte
-                # store per 4 elements
+                # transposed in registers, 8 elements of each plane a block. A plane at a time,
+                # LLVM gathered the lane-major rows (slow on Zen 4; float64, whose rows of lanes
+                # are 64 bytes, took 0.9x as long so on 64x512x14x14 -> 5x5, 1.3x on
+                # 8x128x8x14x14 -> 3x5x5); element k of each plane in turn, it paid a shuffle
+                # and a 16-byte store per 4 elements
                 _store_lane_rows(gi, ib, ioff, rows, enc_rows, H * W)
             else:
                 # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
@@ -2483,9 +2482,10 @@ def max_pool_backward_sparse(
 
     Returns the C-order position of the first index outside its window, or -1.
 
-    A work item is ``group`` consecutive ``(n, c)`` planes where planes follow each other in
-    all three arrays (one check, one zeroing and one gradient load for many small planes), else
-    one plane. It first checks all its indices (:func:`_check_plane`; ``lo`` and ``nn`` are
+    A work item is ``group`` consecutive ``(n, c)`` planes where the result's planes follow
+    each other (one check, one zeroing and one gradient load for many small planes; indices and
+    gradients whose planes do not are copied plane after plane, and the group stays in its
+    sample), else one plane. It first checks all its indices (:func:`_check_plane`; ``lo`` and ``nn`` are
     the windows' bounds of a group, :func:`window_bounds`): a group with an index outside its
     window is left zero, and no index is ever used unchecked; ``bad[ch]`` (at least ``nchunk``
     of them) takes chunk ch's first such position, or -1 (a flag per plane, scanned after the
