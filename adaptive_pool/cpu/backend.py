@@ -630,7 +630,7 @@ class CpuBackend:
             m = od * oh * ow
             # planes that follow each other in the result are taken many at a time, their
             # gradients and indices copied plane after plane where they do not follow too
-            # (channels-last gradients: 64x512x14x14 -> 5x5 1.3-1.4x against one plane at a time)
+            # (channels-last gradients: 64x512x14x14 -> 5x5 1.2-1.35x against one plane at a time)
             group = max(1, _SPARSE_GROUP // (m + plane)) if _c_order(ig[2:], (c, d, h, w)) else 1
             lo, nn = kernels.window_bounds(tab, dims, group)
             disjoint = _disjoint(tab, dims)
@@ -936,7 +936,7 @@ _SERIAL_WORK = 1 << 15
 #: (2048 float64 ones, 24 KiB, still gained), so that an item reads whole runs of positions,
 #: not a slice of each. Against 128 channels an item (Zen 4, A/B): 128x2048x7x7 -> 1x1
 #: float16 2.5x, float32 1.25x, float64 1.3x; float32 32x256x56x56 -> 7x7 1.25x, float64 1.8x;
-#: 32x512x28x28 -> 7x7 1.4x; float16 64x512x14x14 -> 5x5 0.9x.
+#: 32x512x28x28 -> 7x7 1.4x; float16 64x512x14x14 -> 5x5 0.84-0.9x.
 _MAX_CHANNEL_STATE = 1 << 15
 
 #: Accumulator elements the sparse max backward may keep (plane size x chunks): 64 MiB of
