@@ -561,7 +561,7 @@ class CpuBackend:
         work = _touched(dims)
         if _channels_adjacent(xg, c) and d * h * w < 1 << 31:  # (int32 indices)
             run, serial = self._runner(kernels.max_pool_channels, work)
-            block = max(1, min(c, _MAX_CHANNEL_STATE // (itemsize + 4)))
+            block = min(c, _MAX_CHANNEL_STATE // (itemsize + 4))
             nch = self._chunks(n * -(-c // block) * od * oh, serial)
 
             def call(run, xf, yf, jf):

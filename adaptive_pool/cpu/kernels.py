@@ -1490,10 +1490,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     part = scratch(go, OH * WL)
     rows = scratch(go, H * WL)
     rowd = scratch(go, WL)
-    enc_row = np.empty(WL, gi.dtype)
-    enc_rows = np.empty(H * WL if plane_run and decodes(gi) else 0, gi.dtype)
+    # 16-bit results: rows encoded before they are stored (all of them where planes are runs)
+    enc_rows = np.empty((H if plane_run else 1) * WL if decodes(gi) else 0, gi.dtype)
     lane = np.empty(LANES, np.int64)
-    ioff = np.empty(LANES, np.int64)
+    ioff = np.arange(LANES) * ic  # the planes of a whole block in the result
     no_count = np.empty(0, np.int32)
     # skipna: each lane's plane in ``cnt`` and in ``x``; the slab's validity (1 for a number)
     # and, counted here where windows do not span d (``cnt`` empty), its windows' counts
@@ -1533,7 +1533,6 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         nl = min(LANES, C - c0)
         for l in range(LANES):
             lane[l] = min(l, nl - 1) * gc
-            ioff[l] = l * ic
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
         xb = x0 + n * xn + c0 * xc + d * xd
@@ -1640,8 +1639,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 row = rows[h * WL :]
                 if decodes(gi):  # encoded in one unit-stride loop: vectorised, 1.4x for bf16
                     for k in range(WL):
-                        enc_row[k] = enc(gi, row[k])
-                    _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_row)
+                        enc_rows[k] = enc(gi, row[k])
+                    _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_rows)
                 else:
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
         _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
@@ -2371,6 +2370,14 @@ def _planes_follow(sn, sc, size, N, C):
     return (C == 1 or sc == size) and (N == 1 or sn == C * size)
 
 
+@numba.njit(inline="always")
+def _group_row(b, r, sc, sd, sh, OD, OH):
+    """Where row ``r`` of a group's planes (``OD x OH`` rows each, the planes ``sc`` apart)
+    starts, from ``b``."""
+    t = r // (OD * OH)
+    return b + t * sc + (r // OH - t * OD) * sd + (r % OH) * sh
+
+
 @numba.njit(**_BODY)
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
                   nchunk):
@@ -2420,8 +2427,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
         src, sb = ind, jb
         if j_copy:  # copied into one run first (one check call site: compile time)
             for r in range(B * OD * OH):
-                t = r // (OD * OH)
-                rb = jb + t * jc + (r // OH - t * OD) * jd + (r % OH) * jh
+                rb = _group_row(jb, r, jc, jd, jh, OD, OH)
                 for ow in range(OW):
                     run[r * OW + ow] = ind[np.uint64(rb + ow * jw)]
             src, sb = run, 0
@@ -2443,10 +2449,8 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                 # one call site, the group's run or a copied group's rows one at a time (a
                 # loop nest of its own for the copy: 1.2x the compile, 1.05-1.15x as fast)
                 for r in range(B * OD * OH if g_copy else 1):
-                    t = r // (OD * OH)
-                    rb = gb + t * gc + (r // OH - t * OD) * gd + (r % OH) * gh
-                    load_row(go, rb if g_copy else gb, gw if g_copy else 1,
-                             OW if g_copy else B * m, gv[r * OW :])
+                    rb = _group_row(gb, r, gc, gd, gh, OD, OH) if g_copy else gb
+                    load_row(go, rb, gw if g_copy else 1, OW if g_copy else B * m, gv[r * OW :])
                 # keys are offsets in the group: one loop over its outputs, in ascending order
                 if disjoint:  # a store, not a load and an add: the same bits
                     z = acc(go, 0)

@@ -508,6 +508,22 @@ def _add_planes_at(context, builder, adata, q, v, cdata):
     builder.store(builder.fadd(builder.load(aptr, align=size), v), aptr, align=size)
 
 
+def _plane_starts(builder, data, b, pdata):
+    """Pointers to element ``b + poff[l]`` of ``data`` for the ``PLANES`` planes ``l``
+    (``pdata``: the int64 offsets ``poff``)."""
+    word = ir.IntType(64)
+    return [builder.gep(data, [builder.add(b, builder.load(
+        builder.gep(pdata, [ir.Constant(word, l)])))]) for l in range(PLANES)]
+
+
+def _gather_planes(builder, data, b, pdata, elem):
+    """``<PLANES x elem>``: element ``b + poff[l]`` of ``data`` in lane ``l``."""
+    v = ir.Constant(ir.VectorType(elem, PLANES), None)
+    for lane, ptr in enumerate(_plane_starts(builder, data, b, pdata)):
+        v = builder.insert_element(v, builder.load(ptr), ir.Constant(ir.IntType(32), lane))
+    return v
+
+
 @intrinsic
 def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
     """``a[q + l] += src[o + poff[l]]`` for the ``PLANES`` planes ``l``: one element of each,
@@ -531,13 +547,7 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
         adata, sdata, pdata, cdata = (_data(context, builder, signature.args[k], args[k])
                                       for k in (0, 2, 4, 5))
         elem = context.get_data_type(signature.args[0].dtype)
-        vec = ir.VectorType(elem, PLANES)
-        i32 = ir.IntType(32)
-        v = ir.Constant(vec, None)
-        for lane in range(PLANES):
-            off = builder.load(builder.gep(pdata, [ir.Constant(ir.IntType(64), lane)]))
-            e = builder.load(builder.gep(sdata, [builder.add(args[3], off)]))
-            v = builder.insert_element(v, e, ir.Constant(i32, lane))
+        v = _gather_planes(builder, sdata, args[3], pdata, elem)
         _add_planes_at(context, builder, adata, args[1], v, cdata if skip_on else None)
         return context.get_dummy_value()
 
@@ -565,12 +575,7 @@ def share_planes(typingctx, a, q, src, o, poff, v, cnt, cq):
                                for k in (0, 2, 4))
         st = context.get_data_type(signature.args[2].dtype)
         at = context.get_data_type(signature.args[0].dtype)
-        i32 = ir.IntType(32)
-        g = ir.Constant(ir.VectorType(st, PLANES), None)
-        for lane in range(PLANES):
-            off = builder.load(builder.gep(pdata, [ir.Constant(ir.IntType(64), lane)]))
-            e = builder.load(builder.gep(sdata, [builder.add(args[3], off)]))
-            g = builder.insert_element(g, e, ir.Constant(i32, lane))
+        g = _gather_planes(builder, sdata, args[3], pdata, st)
         vec = ir.VectorType(at, PLANES)
         if counted:
             cdata = _data(context, builder, signature.args[6], args[6])
@@ -804,8 +809,7 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
         svec, avec = ir.VectorType(st, PLANES), ir.VectorType(at, PLANES)
         ssize = st.get_abi_size(context.target_data)
         asize = at.get_abi_size(context.target_data)
-        rows = [builder.gep(sdata, [builder.add(b, builder.load(
-            builder.gep(pdata, [ir.Constant(word, l)])))]) for l in range(PLANES)]
+        rows = _plane_starts(builder, sdata, b, pdata)
         eight = ir.Constant(word, PLANES)
 
         def block(i, mask, count):
@@ -862,8 +866,7 @@ def store_planes(typingctx, dst, b, poff, src, o, n):
         et = context.get_data_type(signature.args[0].dtype)
         vec = ir.VectorType(et, PLANES)
         size = et.get_abi_size(context.target_data)
-        runs = [builder.gep(ddata, [builder.add(b, builder.load(
-            builder.gep(pdata, [ir.Constant(word, l)])))]) for l in range(PLANES)]
+        runs = _plane_starts(builder, ddata, b, pdata)
         eight = ir.Constant(word, PLANES)
         nfull = builder.udiv(n, eight)
         with cgutils.for_range(builder, nfull) as loop:
