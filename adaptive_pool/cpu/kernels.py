@@ -118,6 +118,11 @@ LANES = PLANES
 #: flattened (d, h, w) order is added into lane ``k % SUM_LANES``.
 SUM_LANES = 32
 
+#: The largest work item (bytes of x) whose NaN-skipping average backward prefetches the next
+#: item's x while it stores its own (see :func:`_avg_backward_chunk`).
+PREFETCH_ITEM = 64 << 10
+
+
 #: Channels a work item of the channels-last average (:func:`avg_pool_channels`) takes side by
 #: side, a unit-stride run of them each window element. 256 rather than 128: longer runs are
 #: read closer to memory speed (seven alternated rounds on Zen 4, medians: float32 32x256x56x56
@@ -990,7 +995,8 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, spans, cnt, r0
     """``cnt[r0 + ow]``: the numbers in window ``ow`` of the output row whose band is
     ``[d0, d1) x [h0, h1)`` of the plane at ``xb`` (``col``: ``W`` zeroed int32 counts;
     ``spans``: :func:`_word_spans` of the windows). Called once per output row, so compiled
-    once rather than inlined into its three callers."""
+    once rather than inlined into its three callers (inlined into the average backward:
+    1.04x on float32 32x256x56x56 -> 7x7, and 1.8 s more to compile it, Zen 4)."""
     for ow in range(ws.size):
         cnt[np.uint64(r0 + ow)] = 0
     if xw == 1 and ws.size * (d1 - d0) * (h1 - h0) <= W:
@@ -1181,12 +1187,16 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     spans = _word_spans(ws, we, W, fused)
     lc = np.empty(0, np.int64)
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
-    # prefetched ahead as in _avg_runs_chunk (float32 32x256x56x56 -> 7x7 16.0-16.9 ->
-    # 12.7-13.2 ms, bfloat16 11.9 -> 9.4-9.8)
+    # prefetched an item ahead as in _avg_runs_chunk where a fused count reads whole items
+    # of at most PREFETCH_ITEM bytes (float32 4x64x16x56x56 -> 4x7x7 4.8 -> 4.1 ms,
+    # 16x64x64x64 -> 9x11 2.0 -> 1.6); larger items, bands of rows and counts made before
+    # read x where they count it, the hardware's prefetcher keeping up (float32 8x64x224x224
+    # -> 6x6 8.7 -> 7.5 ms without, 1x16x64x64x64 -> 7x9x11 1.6 -> 1.4, Zen 4)
     # (items of rows: its rows as the stream's items)
+    ahead = fused and nblk == 1 and depth * H * W * x.itemsize <= PREFETCH_ITEM
     _, pf, end = _stream(xg, (N, C, D, H, W, D, H, W), W,
                          (it_lo // nblk) * H + (it_lo % nblk) * rows_per_item, N * C * D * H,
-                         skip is not None)
+                         ahead)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for it in range(it_lo, it_hi):
         h_first = blk * rows_per_item
@@ -1252,9 +1262,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             else:  # NaN inputs get +0.0
                 # the row ``depth`` items ahead is fetched as this one is stored, so that the
                 # next count finds x in the cache rather than waiting for all its lines at once
-                # (float32 16x64x64x64 -> 9x11 2.28-3.11 -> 1.91-2.04 ms, bfloat16 8x64x224x224
-                # -> 6x6 5.74-8.49 -> 4.82-5.23; with depth, 4x64x16x56x56 -> 4x7x7 float32
-                # 5.45-5.61 -> 4.16-5.04, bfloat16 3.18-4.75 -> 2.49-2.67; two threads, Zen 4)
+                # (4x64x16x56x56 -> 4x7x7 float32 5.45-5.61 -> 4.16-5.04, bfloat16 3.18-4.75
+                # -> 2.49-2.67; two threads, Zen 4)
                 pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h + 1
                                               + (h_last - h_first) * depth) * W, end)
                 _store_numbers(gi, b, iw_, W, src, so, x,
