@@ -508,7 +508,8 @@ class CpuBackend:
             if counting and od == d and h % oh == 0:
                 # items of one output row's band: each counts its windows just before it
                 # stores their rows, which then read x again from L1 (float32 32x256x56x56
-                # -> 7x7 10.3 -> 7.3 ms; 16x64x64x64 -> 9x11, whose bands overlap, 0.78x)
+                # -> 7x7 10.3 -> 7.3 ms); not where windows overlap, whose shared rows two
+                # items would count (16x64x64x64 -> 9x11 0.78x)
                 rpi = min(rpi, h // oh)
             run, serial = self._runner(kernels.avg_pool_backward, work)
             nch = self._chunks(slabs * -(-rows // rpi), serial)

@@ -124,6 +124,15 @@ SUM_LANES = 32
 PREFETCH_ITEM = 64 << 10
 
 
+#: How far ahead of its reads the average forward over contiguous windows, one an item
+#: (global pooling, whole rows), prefetches its input, in bytes: a window's sum is short work,
+#: so more lines must be on their way than the 2 KiB of other streams (Zen 4: float32
+#: 128x2048x7x7 -> 1x1 0.89 -> 0.68 ms, float64 2.28 -> 1.95, float64 32x256x28x28 -> (None,
+#: 1) 0.89 -> 0.69; the rows of 1-D windows and the NaN-skipping backward's reads were
+#: 0.86-0.95x as fast 8 KiB ahead).
+WINDOWS_AHEAD = 8192
+
+
 #: Channels a work item of the channels-last average (:func:`avg_pool_channels`) takes side by
 #: side, a unit-stride run of them each window element. 256 rather than 128: longer runs are
 #: read closer to memory speed (seven alternated rounds on Zen 4, medians: float32 32x256x56x56
@@ -913,7 +922,7 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
         # contiguous input and result (the usual case): item r's run starts at x0 + r * V and
         # its mean goes to y0 + r. A loop of its own: with the general one's index arithmetic
         # behind a branch in the same loop, float64 7x7 windows took 2.7x as long (Zen 5).
-        # Prefetched WINDOWS_AHEAD bytes ahead rather than PREFETCH_AHEAD
+        # Prefetched WINDOWS_AHEAD bytes ahead rather than PREFETCH_AHEAD.
         far = (WINDOWS_AHEAD - PREFETCH_AHEAD) // x.itemsize
         for r in range(r_lo, r_hi):
             b = x0 + r * V
@@ -943,15 +952,6 @@ def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     for ch in prange(nchunk):
         call(_avg_runs_chunk, at,
              (np.int64(ch), x, xg, y, yg, tab, dims, skip, prefetch, nchunk))
-
-
-#: How far ahead of its reads the average forward over contiguous windows, one an item
-#: (global pooling, whole rows), prefetches its input, in bytes: a window's sum is short work,
-#: so more lines must be on their way than the 2 KiB of other streams (Zen 4: float32
-#: 128x2048x7x7 -> 1x1 0.89 -> 0.68 ms, float64 2.28 -> 1.95, float64 32x256x28x28 -> (None,
-#: 1) 0.89 -> 0.69; the rows of 1-D windows and the NaN-skipping backward's reads were
-#: 0.86-0.95x as fast 8 KiB ahead).
-WINDOWS_AHEAD = 8192
 
 
 #: Rows the count kernel adds into its int32 column counts before it moves them into the
