@@ -313,9 +313,10 @@ def _per_line_impl(a):
 
 
 @numba.njit(inline="always")
-def prefetch_to(a, pf, upto, end):
-    """Prefetch ``a`` a 64-byte line at a time from element ``pf`` to :data:`PREFETCH_AHEAD`
-    bytes past ``upto`` (where the reads about to be made end), never past ``end``; returns
+def prefetch_to(a, pf, upto, end, ahead=PREFETCH_AHEAD):
+    """Prefetch ``a`` a 64-byte line at a time from element ``pf`` to ``ahead`` bytes
+    (:data:`PREFETCH_AHEAD` unless the caller knows better) past ``upto`` (where the reads
+    about to be made end), never past ``end``; returns
     where the next call goes on: one prefetch per new line of a stream. Why: on the
     Zen 5 VM the hardware prefetcher left windows of 16-20 float32 or float64 elements read
     from DRAM at 8-12 GB/s a thread (each window's vector sum is 30-40 instructions, so the
@@ -324,7 +325,7 @@ def prefetch_to(a, pf, upto, end):
     window's own lines, or one line a window, was as fast for one dtype and no faster than
     nothing for the other."""
     step = _per_line(a)
-    top = min(upto + PREFETCH_AHEAD // 64 * step, end)
+    top = min(upto + ahead // 64 * step, end)
     while pf < top:
         _prefetch(a, pf)
         pf += step
