@@ -4,8 +4,9 @@ lane-order sum of a run (:func:`run_sum`, NaN-skipping or not) or of a window of
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
 it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
-(:func:`number_bits`, or returned as a word, :func:`number_word`) and count the bits of such a
-word that a window's columns select (:func:`count_ones`). Each works in blocks of 32 elements
+(:func:`number_bits`, or returned as a word, :func:`number_word`), count the bits of such a
+word that a window's columns select (:func:`count_ones`) and store a row where its bits are
+set (:func:`store_bits`). Each works in blocks of 32 elements
 and a masked load (or store) for the last ``n % 32``, so a short run is one masked operation,
 not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes
 copied side by side (:func:`interleave_planes`, a transpose in registers), one element of each
@@ -637,6 +638,34 @@ def number_word(typingctx, src, b, n):
         return _number_word(builder, run, args[2])
 
     return i64(src, i64, i64), codegen
+
+
+@intrinsic
+def store_bits(typingctx, dst, db, src, sb, word, n):
+    """``dst[db + i] = src[sb + i] if bit i of word else 0`` (all bits clear: +0.0 in every
+    float format) for ``i < n <= 64``: a row stored where :func:`number_word` found numbers,
+    without reading them again. ``dst`` and ``src``: the same storage dtype. The caller keeps
+    both runs inside their arrays."""
+    if not (_storage(dst) and _storage(src) and dst.dtype == src.dtype
+            and isinstance(word, types.Integer)):
+        return None
+    i64 = types.int64
+
+    def codegen(context, builder, signature, args):
+        out = _Run(context, builder, signature.args[0], args[0], args[1])
+        run = _Run(context, builder, signature.args[2], args[2], args[3])
+        word = context.cast(builder, args[4], signature.args[4], i64)
+        zero = ir.Constant(out.vec, None)
+
+        def block(off, mask, count):
+            bits = builder.trunc(builder.lshr(word, off), ir.IntType(_LANES))
+            ok = builder.bitcast(bits, ir.VectorType(ir.IntType(1), _LANES))
+            out.store(off, mask, builder.select(ok, run.load(off, mask), zero), count)
+
+        _blocks(builder, args[5], block)
+        return context.get_dummy_value()
+
+    return types.none(dst, i64, src, i64, word, i64), codegen
 
 
 @intrinsic
