@@ -106,7 +106,7 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
      ((2, 3, 4, 5, 6), (4, 5, 1)), ((2, 9, 7, 6), (7, 1)), ((2, 9, 3, 70), (2, 4)),
      ((2, 9, 150), (5,)), ((1, 9, 8, 12, 12), (2, 2, 3)), ((1, 3, 9, 130), (2, 40)),
      ((2, 9, 8, 6), (4, 3)), ((1, 2, 12, 10), (6, 5)), ((1, 3, 16, 64), (8, 4)),
-     ((1, 2, 12, 64), (4, 8))],
+     ((1, 2, 12, 64), (4, 8)), ((1, 2, 12, 130), (6, 40)), ((1, 9, 4, 6, 70), (2, 3, 7))],
 )
 def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
     """The CPU average backward's kernels (row blocks of one plane, counted column by

@@ -952,6 +952,11 @@ def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
              (np.int64(ch), x, xg, y, yg, tab, dims, skip, prefetch, nchunk))
 
 
+#: The most bit words (8 bytes each) a work item of the NaN-skipping row gather keeps for its
+#: rows (see :func:`_count_words`); items that need more count and store as before.
+WORDS_LIMIT = 1 << 18
+
+
 #: Rows the count kernel adds into its int32 column counts before it moves them into the
 #: int64 window counts (so no column count can overflow, however tall the window).
 COUNT_FLUSH = (1 << 31) - 1
@@ -1155,18 +1160,19 @@ def _store_numbers(a, base, stride, n, buf, off, x, xb, xs):
             a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
 
 
-def _store_where(a, b, src, so, word, n, buf):  # pragma: no cover - typing stub
+def _store_where(a, b, src, so, words, i, R, n, buf):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_store_where, inline="always")
-def _store_where_impl(a, b, src, so, word, n, buf):
+def _store_where_impl(a, b, src, so, words, i, R, n, buf):
     """:func:`~adaptive_pool.cpu.lanes.store_bits` of ``src[so:so + n]`` (the accumulation
-    type) into ``a[b:]``, or of ``buf`` (``a``'s dtype) where it must be encoded: ``buf``
-    then holds the row (:func:`_encode_row`)."""
+    type) into ``a[b:]``, 64 elements a word ``words[j * R + i]``, or of ``buf`` (``a``'s
+    dtype) where it must be encoded: ``buf`` then holds the row (:func:`_encode_row`)."""
     if a.dtype == src.dtype:
-        return lambda a, b, src, so, word, n, buf: store_bits(a, b, src, so, word, n)
-    return lambda a, b, src, so, word, n, buf: store_bits(a, b, buf, 0, word, n)
+        return lambda a, b, src, so, words, i, R, n, buf: store_bits(a, b, src, so, words, i, R,
+                                                                     n)
+    return lambda a, b, src, so, words, i, R, n, buf: store_bits(a, b, buf, 0, words, i, R, n)
 
 
 def _encode_row(a, src, so, n, buf):  # pragma: no cover - typing stub
@@ -1201,43 +1207,61 @@ def _tiles(wl, wh):
 
 
 @numba.njit(inline="always")
-def _count_words(x, xb, xd, xh, W, d0, d1, h0, nr, tab, sh, eh, oh0, oh1, wmask, words, lc):
-    """``words[dd * nr + r]``: bit ``w`` set where ``x[xb + (d0 + dd) * xd + (h0 + r) * xh + w]``
-    is a number (rows of ``W <= 64`` at unit stride), for the slabs ``d0 <= d0 + dd < d1``;
-    ``lc[(oh - oh0) * OW + ow]``: the numbers of window ``(oh, ow)`` over them, from the words
-    and the windows' columns ``wmask`` (rows ``tab[sh + oh]`` to ``tab[eh + oh]``, all among
-    the words')."""
-    OW = wmask.size
+def _count_words(x, xb, xd, xh, W, d0, d1, h0, nr, tab, sh, eh, oh0, oh1, ws, we, wmask, words,
+                 R, lc):
+    """``words[j * R + dd * nr + r]``: bit ``w`` set where element ``64 * j + w`` of row ``h0 +
+    r`` of slab ``d0 + dd`` is a number (``x[xb + (d0 + dd) * xd + (h0 + r) * xh:]``, rows of
+    ``W`` at unit stride, 64 elements a word), for the slabs ``d0 <= d0 + dd < d1``;
+    ``lc[(oh - oh0) * OW + ow]``: the numbers of window ``(oh, ow)`` over them, popcounts of the
+    words under the masks of its columns ``[ws[ow], we[ow])`` (its rows ``tab[sh + oh]`` to
+    ``tab[eh + oh]``, all among the words'; rows of one word: the masks ``wmask``). A word's
+    rows are contiguous: no gathers."""
+    OW = ws.size
     for dd in range(d1 - d0):
         xr = xb + (d0 + dd) * xd + h0 * xh
         for r in range(nr):
-            words[dd * nr + r] = number_word(x, xr + r * xh, W)
+            if W <= 64:
+                words[dd * nr + r] = number_word(x, xr + r * xh, W)
+                continue
+            for j in range((W + 63) // 64):
+                words[j * R + dd * nr + r] = number_word(x, xr + r * xh + 64 * j,
+                                                         min(64, W - 64 * j))
+    ones = np.uint64(0xFFFFFFFFFFFFFFFF)
     for dd in range(d1 - d0):  # slab by slab (slabs within each window: 2-D 1.07x as long)
         for oh in range(oh0, oh1):
             r0 = dd * nr + tab[sh + oh] - h0
             r1 = dd * nr + tab[eh + oh] - h0
             for ow in range(OW):
                 k = lc[(oh - oh0) * OW + ow] if dd else np.int64(0)
-                for r in range(r0, r1):  # (unsigned: no gathers)
-                    k += count_ones(words[np.uint64(r)] & wmask[ow])
+                if W <= 64:  # (the loop below for one word: 1.04-1.2x as long in the cache)
+                    for r in range(r0, r1):
+                        k += count_ones(words[np.uint64(r)] & wmask[ow])
+                    lc[(oh - oh0) * OW + ow] = k
+                    continue
+                for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
+                    lo = max(ws[ow] - 64 * j, 0)
+                    m = np.int64((ones >> np.uint64(64 - (min(we[ow] - 64 * j, 64) - lo)))
+                                 << np.uint64(lo))
+                    for r in range(j * R + r0, j * R + r1):  # (unsigned: no gathers)
+                        k += count_ones(words[np.uint64(r)] & m)
                 lc[(oh - oh0) * OW + ow] = k
 
 
 @numba.njit(inline="always")
 def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, oh0, nh, OH,
-                 words, wd, erow, x, pf, pb, end):
+                 words, wd, R, erow, x, pf, pb, end):
     """Rows ``h_first`` to ``h_last`` of the result's slab at ``gi[ib:]``, from the partial rows
-    ``part`` (one output plane's ``nh`` rows from ``oh0``), each element where its bit of
-    ``words[wd + h]`` is set and +0.0 elsewhere; returns where the prefetch of ``x`` goes on
-    (to ``pb + h * W`` for row ``h``). Rows of the same windows as the last one store the same
-    sums, encoded once (once a row: bfloat16 32x256x56x56 -> 7x7 took 1.8x as long, Zen 4).
-    ``part`` and ``row`` come borrowed (:func:`~adaptive_pool.cpu.access.borrow`): ``src``
-    takes them without a count."""
+    ``part`` (one output plane's ``nh`` rows from ``oh0``), each element where its bit of the
+    words ``words[j * R + wd + h]`` is set and +0.0 elsewhere; returns where the prefetch of
+    ``x`` goes on (to ``pb + h * W`` for row ``h``). Rows of the same windows as the last one
+    store the same sums, encoded once (once a row: bfloat16 32x256x56x56 -> 7x7 took 1.8x as
+    long, Zen 4). ``part`` and ``row`` come borrowed
+    (:func:`~adaptive_pool.cpu.access.borrow`): ``src`` takes them without a count."""
     if nh == 1:  # a band: every row stores part's first row (1.03-1.09x as fast as below)
         _encode_row(gi, part, 0, W, erow)
         for h in range(h_first, h_last):
             pf = prefetch_to(x, pf, pb + h * W, end)
-            _store_where(gi, ib + h * ih_, part, 0, words[wd + h], W, erow)
+            _store_where(gi, ib + h * ih_, part, 0, words, wd + h, R, W, erow)
         return pf
     src, so, last = part, 0, -1
     for h in range(h_first, h_last):
@@ -1252,7 +1276,7 @@ def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, 
             _encode_row(gi, src, so, W, erow)
         last = lo * OH + hi
         pf = prefetch_to(x, pf, pb + h * W, end)
-        _store_where(gi, ib + h * ih_, src, so, words[wd + h], W, erow)
+        _store_where(gi, ib + h * ih_, src, so, words, wd + h, R, W, erow)
     return pf
 
 
@@ -1285,12 +1309,14 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
     lc = np.empty(0, np.int64)
-    # rows of at most 64 at unit stride, items holding every row of their windows (for each
-    # of their ``depth`` slabs): each row's numbers as a bit word, the windows counted from the
-    # words, and the rows stored where their bits are set (x read once, no counts in memory;
-    # float32 16x64x64x64 -> 9x11 1.5x, bfloat16 32x256x56x56 -> 7x7 1.9x, Zen 4)
-    words = np.empty(depth * rows_per_item if fused and W <= 64 and xw == 1 and iw_ == 1
-                     else 0, np.int64)
+    # rows at unit stride, items holding every row of their windows (for each of their
+    # ``depth`` slabs): each row's numbers as bit words, the windows counted from the words,
+    # and the rows stored where their bits are set (x read once, no counts in memory; float32
+    # 16x64x64x64 -> 9x11 1.36x, bfloat16 32x256x56x56 -> 7x7 1.66x, Zen 4), up to
+    # WORDS_LIMIT words an item
+    R = depth * rows_per_item
+    words = np.empty(R * ((W + 63) // 64) if fused and xw == 1 and iw_ == 1
+                     and R * ((W + 63) // 64) <= WORDS_LIMIT else 0, np.int64)
     erow = np.empty(W if words.size and decodes(gi) else 0, gi.dtype)
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
     # prefetched an item ahead as in _avg_runs_chunk where a fused count reads whole items
@@ -1327,8 +1353,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 if skip is not None:  # (pruned from the plain specialisation)
                     if bitrows:  # (od1 - od0 == 1: windows of d tile it)
                         _count_words(x, xp, xd, xh, W, tab[sd + od0], tab[ed + od0], h_first,
-                                     h_last - h_first, tab, sh, eh, oh0, oh1, spans[2], words,
-                                     lc)
+                                     h_last - h_first, tab, sh, eh, oh0, oh1, ws, we,
+                                     spans[2], words, R, lc)
                 for od in range(od0, od1 if not bitrows else od0):
                     for oh in range(oh0, oh1):
                         _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od], tab[sh + oh],
@@ -1365,7 +1391,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             if bitrows:
                 pf = _store_words(gi, ib, ih_, borrow(part), borrow(row), rowd, W, tab, lh, hh,
                                   h_first, h_last, oh0, nh, OH, words,
-                                  (d - tab[sd + od0]) * (h_last - h_first) - h_first, erow, x,
+                                  (d - tab[sd + od0]) * (h_last - h_first) - h_first, R, erow, x,
                                   pf, x0 + (((n * C + c) * D + d) * H + 1
                                             + (h_last - h_first) * depth) * W, end)
                 blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
