@@ -281,9 +281,8 @@ def borrow(typingctx, a):
     Each assignment of an array takes a reference to it and drops the last one: two atomic
     operations on the arrays' counts a row, which also wait for the row's stores to drain
     (NaN-skipping backward of 16x64x64x64 -> 9x11: 1.06x float32, 1.11x bfloat16 without
-    them, Zen 4; the plain one the same). A view
-    without a count (null meminfo) makes both a test of a null pointer. Only for a view that
-    dies before ``a`` does."""
+    them, Zen 4; the plain one the same). A view without a count (null meminfo) makes both a
+    test of a null pointer. Only for a view that dies before ``a`` does."""
     if not isinstance(a, types.Array):
         return None
 

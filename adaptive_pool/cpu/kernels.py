@@ -1168,29 +1168,11 @@ def _store_where(a, b, src, so, words, i, R, n, buf):  # pragma: no cover - typi
 def _store_where_impl(a, b, src, so, words, i, R, n, buf):
     """:func:`~adaptive_pool.cpu.lanes.store_bits` of ``src[so:so + n]`` (the accumulation
     type) into ``a[b:]``, 64 elements a word ``words[j * R + i]``, or of ``buf`` (``a``'s
-    dtype) where it must be encoded: ``buf`` then holds the row (:func:`_encode_row`)."""
+    dtype) where it must be encoded: ``buf`` then holds the row, encoded by ``store_row``."""
     if a.dtype == src.dtype:
         return lambda a, b, src, so, words, i, R, n, buf: store_bits(a, b, src, so, words, i, R,
                                                                      n)
     return lambda a, b, src, so, words, i, R, n, buf: store_bits(a, b, buf, 0, words, i, R, n)
-
-
-def _encode_row(a, src, so, n, buf):  # pragma: no cover - typing stub
-    raise NotImplementedError
-
-
-@overload(_encode_row, inline="always")
-def _encode_row_impl(a, src, so, n, buf):
-    """``buf[:n]``: ``src[so:so + n]`` encoded in ``a``'s dtype where that is not the
-    accumulation type (else nothing: :func:`_store_where` reads ``src``)."""
-    if a.dtype == src.dtype:
-        return lambda a, src, so, n, buf: None
-
-    def encoded(a, src, so, n, buf):
-        for j in range(n):
-            buf[j] = enc(a, src[np.uint64(so + j)])
-
-    return encoded
 
 
 @numba.njit(inline="always")
@@ -1257,7 +1239,8 @@ def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, 
     long, Zen 4). ``part`` and ``row`` come borrowed
     (:func:`~adaptive_pool.cpu.access.borrow`): ``src`` takes them without a count."""
     if nh == 1:  # a band: every row stores part's first row (1.03-1.09x as fast as below)
-        _encode_row(gi, part, 0, W, erow)
+        if decodes(gi):
+            store_row(erow, 0, 1, W, part, 0)
         for h in range(h_first, h_last):
             pf = prefetch_to(x, pf, pb + h * W, end)
             _store_where(gi, ib + h * ih_, part, 0, words, wd + h, R, W, erow)
@@ -1271,8 +1254,8 @@ def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, 
         elif again:
             _sum_part_rows(part, 1, nh, lo - oh0, hi - lo, W, row, rowd)
             src, so = row, 0
-        if again:
-            _encode_row(gi, src, so, W, erow)
+        if again and decodes(gi):
+            store_row(erow, 0, 1, W, src, so)
         last = lo * (OH + 1) + hi
         pf = prefetch_to(x, pf, pb + h * W, end)
         _store_where(gi, ib + h * ih_, src, so, words, wd + h, R, W, erow)
@@ -1349,16 +1332,17 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 if lc.size < (od1 - od0) * nh * OW:
                     lc = np.empty((od1 - od0) * nh * OW, np.int64)
                 xp = x0 + n * xn + c * xc
-                if skip is not None:  # (pruned from the plain specialisation)
-                    if bitrows:  # (od1 - od0 == 1: windows of d tile it)
+                if bitrows:  # (od1 - od0 == 1: windows of d tile it)
+                    if skip is not None:  # (pruned from the plain specialisation)
                         _count_words(x, xp, xd, xh, W, tab[sd + od0], tab[ed + od0], h_first,
                                      h_last - h_first, tab, sh, eh, oh0, oh1, ws, we,
                                      spans[2], words, R, lc)
-                for od in range(od0, od1 if not bitrows else od0):
-                    for oh in range(oh0, oh1):
-                        _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od], tab[sh + oh],
-                                   tab[eh + oh], W, col, ws, we, spans, lc,
-                                   ((od - od0) * nh + oh - oh0) * OW)
+                else:
+                    for od in range(od0, od1):
+                        for oh in range(oh0, oh1):
+                            _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od],
+                                       tab[sh + oh], tab[eh + oh], W, col, ws, we, spans, lc,
+                                       ((od - od0) * nh + oh - oh0) * OW)
             gb = g0 + n * gn + c * gc
             for od in range(od0, od1):
                 vd = tab[ed + od] - tab[sd + od]
@@ -1386,13 +1370,14 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                                 s += g[np.uint64(ow)]
                             part[np.uint64(q + w)] = s
         ib = i0 + n * in_ + c * ic + d * id_
+        # (skipna) row h's store prefetches x to pb + h * W: the row ``depth`` items ahead
+        pb = x0 + (((n * C + c) * D + d) * H + 1 + (h_last - h_first) * depth) * W
         if skip is not None:  # (a branch numba prunes from the plain specialisation)
             if bitrows:
                 pf = _store_words(gi, ib, ih_, borrow(part), borrow(row), rowd, W, tab, lh, hh,
                                   h_first, h_last, oh0, nh, OH, words,
                                   (d - tab[sd + od0]) * (h_last - h_first) - h_first, R, erow, x,
-                                  pf, x0 + (((n * C + c) * D + d) * H + 1
-                                            + (h_last - h_first) * depth) * W, end)
+                                  pf, pb, end)
                 blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
                 continue
         for h in range(h_first, h_last):
@@ -1411,8 +1396,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 # next count finds x in the cache rather than waiting for all its lines at once
                 # (4x64x16x56x56 -> 4x7x7 float32 5.45-5.61 -> 4.16-5.04, bfloat16 3.18-4.75
                 # -> 2.49-2.67; two threads, Zen 4)
-                pf = prefetch_to(x, pf, x0 + (((n * C + c) * D + d) * H + h + 1
-                                              + (h_last - h_first) * depth) * W, end)
+                pf = prefetch_to(x, pf, pb + h * W, end)
                 _store_numbers(gi, b, iw_, W, src, so, x,
                                x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
