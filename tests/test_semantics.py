@@ -283,6 +283,58 @@ def test_avg_backward_of_windows_along_rows(shape, output_size, dtype, skipna, k
         _assert_close_ref(ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna), want, dtype)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size,columns",
+    [((2, 9, 8, 12), (1, 12), True),  # (1, None)
+     ((2, 3, 9, 10), (3, 10), True),  # bands of three rows
+     ((1, 9, 6, 16), (6, 16), True),  # output size = input size
+     ((2, 3, 4, 7, 9), (2, 7, 9), True),  # one element in h and w: rows of the whole plane
+     ((1, 3, 4, 6, 4), (2, 6, 4), True),  # (planes of 24, rows of 4)
+     ((2, 3, 6, 5, 9), (3, 5, 9), True),
+     ((1, 2, 4, 6, 11), (2, 3, 11), True),  # bands of 2 d x 2 h rows
+     ((2, 3, 6, 5, 9), (2, 3, 9), False),  # windows overlap in h: the other kernels
+     ((2, 3, 9, 10), (4, 10), False),
+     ((2, 9, 8, 4), (2, 4), False)],  # rows narrower than _COLUMNS_WIDTH
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_avg_backward_of_column_windows(shape, output_size, columns, dtype, skipna, knobs,
+                                        monkeypatch):
+    """Windows one column wide that tile d and h take the columns kernel (an output row's
+    shares stored into each row of its band), which gives the bits of the other kernels, also
+    with channels-last gradients and inputs; -0.0 gradients give +0.0, NaN inputs +0.0 and a
+    window of NaN only nothing."""
+    from adaptive_pool.cpu import backend, kernels  # noqa: PLC0415
+
+    rank = len(output_size)
+    x = rand(shape, dtype, seed=23)
+    if skipna:
+        x.reshape(-1)[::5] = np.nan
+        x[0, 0] = np.nan  # a plane of NaN only
+    g = rand(shape[:2] + output_size, dtype, seed=24)
+    g.reshape(-1)[::3] = -0.0
+    backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    chosen = []
+    runner = backend.CpuBackend._runner
+    monkeypatch.setattr(backend.CpuBackend, "_runner",
+                        lambda self, k, work: (chosen.append(k), runner(self, k, work))[1])
+    got = {}
+    for name, width in [("columns", backend._COLUMNS_WIDTH), ("others", 10**9)]:
+        knobs(_COLUMNS_WIDTH=width)
+        chosen.clear()
+        got[name] = [bits(backward(a, b, skipna=skipna))
+                     for a in (g, channels_last(g)) for b in (x, channels_last(x))]
+        used = kernels.avg_pool_backward_columns in chosen
+        assert used == (columns and name == "columns"), name
+    for a, b in zip(got["columns"], got["others"]):
+        np.testing.assert_array_equal(a, b)
+    if dtype in (F32, F64):
+        want = ref.avg_pool_backward(g, x.shape, rank, x if skipna else None)
+        got = backward(g, x, skipna=skipna)
+        assert not (np.signbit(got) & (got == 0)).any()  # no -0.0
+        _assert_close_ref(got, want, dtype)
+
+
 def test_small_integer_data_is_exact():
     # Exact sums: float32 results equal the reference rounded once (ties, repeated cells).
     x = small_ints((2, 3, 7, 9), F32, seed=5, high=5)

@@ -1537,6 +1537,60 @@ def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetc
         ))
 
 
+@numba.njit(**_BODY)
+def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+    """Chunk ``ch`` of :func:`avg_pool_backward_columns`."""
+    N, C, D, H, W, OD, OH, OW = dims
+    sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    i0, in_, ic, id_, ih_, _ = gig
+    x0, xn, xc, xd, xh, _ = xg
+    r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
+    share = scratch(go, W)
+    col = np.empty(W if skip is not None else 0, np.int32)
+    z = acc(go, 0)
+    oh, od, c, n = _unravel(r_lo, OH, OD, C)
+    for _ in range(r_lo, r_hi):
+        d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
+        xb = x0 + n * xn + c * xc
+        ib = i0 + n * in_ + c * ic
+        load_row(go, g0 + n * gn + c * gc + od * gd + oh * gh, gw, W, share)
+        if skip is not None:  # each column's numbers over the band, in registers over its rows
+            for w in range(W):
+                col[w] = 0
+            for d in range(d0, d1):
+                add_numbers(col, x, xb + d * xd + h0 * xh, W, h1 - h0, xh)
+            for w in range(W):
+                share[w] = z + share[w] / acc(go, col[w])
+        else:
+            v = acc(go, (d1 - d0) * (h1 - h0))  # the integer volume, converted once
+            for w in range(W):
+                share[w] = z + share[w] / v
+        for d in range(d0, d1):
+            for h in range(h0, h1):
+                b = ib + d * id_ + h * ih_
+                if skip is not None:
+                    _store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
+                else:
+                    store_row(gi, b, 1, W, share, 0)
+        oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+
+
+@numba.njit(**_JIT)
+def avg_pool_backward_columns(at, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+    """The average backward for windows one column wide (``OW == W``) that tile ``D`` and
+    ``H`` (each input row in exactly one output row's band), rows of unit stride in ``gi`` (and
+    ``x``): ``(1, None)``, ``(1, None, None)`` and the like. A work item is one output row: its
+    ``W`` shares (``+0.0 + go / volume``, or with :data:`SKIPNA` ``/ count`` of each column's
+    numbers in the band, counted in one vector pass over the band's rows), stored into each
+    row of the band (with :data:`SKIPNA`, +0.0 where ``x`` is NaN): the bits of
+    :func:`avg_pool_backward`'s gather, whose element takes the one share of its one window."""
+    for ch in prange(nchunk):
+        call(_avg_backward_columns_chunk, at, (
+            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, nchunk
+        ))
+
+
 @numba.njit(inline="always")
 def _scatter_lanes(a, b, sc, sw, W, nl, src):
     """``a[b + l * sc + w * sw] = src[w * LANES + l]`` for the first ``nl`` lanes: a lane-major
@@ -2672,6 +2726,7 @@ CHUNKS = {
     avg_pool_backward: _avg_backward_chunk,
     avg_pool_backward_lanes: _avg_backward_lanes_chunk,
     avg_pool_backward_runs: _avg_backward_runs_chunk,
+    avg_pool_backward_columns: _avg_backward_columns_chunk,
     max_pool: _max_chunk,
     max_pool_runs: _max_runs_chunk,
     max_pool_channels: _max_channels_chunk,
