@@ -124,3 +124,35 @@ def test_3d_windows_and_the_default_choice(dtype):
         x = rand(shape, dtype, seed=3)
         y = ap.adaptive_avg_pool3d(x, osz)
         np.testing.assert_array_equal(bits(y), bits(ref.avg_pool_in_order(x, osz, 3)))
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,osz",
+    [((2, 9, 8, 7, 10), (1, None, None)), ((1, 3, 35, 3, 12), (1, None, None)),  # 35 rows: wraps
+     ((2, 2, 6, 5, 9), (4, None, None)), ((1, 2, 3, 4, 5), (None, None, None))],
+)
+def test_columns_of_whole_planes(shape, osz, dtype, skipna, knobs, monkeypatch):
+    """Windows one element in h and w take the columns order with each plane's rows as one row
+    (``_plane_rows``) where they follow each other in memory, row by row where they do not:
+    both in lane order (over d here)."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    x = rand(shape, dtype, seed=shape[2])
+    if skipna:
+        x[np.random.default_rng(8).random(shape) < 0.3] = np.nan
+        x[:, :, :, :1] = np.nan  # windows of NaN only
+    want = bits(ref.avg_pool_in_order(x, osz, 3, skipna))
+    merged = []
+    plane_rows = backend._plane_rows
+    monkeypatch.setattr(backend, "_plane_rows", lambda tab, dims, *g: (
+        lambda r: (merged.append(r[0] != dims), r)[1])(plane_rows(tab, dims, *g)))
+    knobs(_FORCE_ORDER="columns")
+    for name, v in _views(x).items():
+        if name == "cl":
+            continue
+        merged.clear()
+        np.testing.assert_array_equal(bits(ap.adaptive_avg_pool3d(v, osz, skipna=skipna)), want,
+                                      err_msg=name)
+        assert set(merged) == {name in ("c", "neg")}, name  # (strided rows do not follow)
