@@ -335,6 +335,44 @@ def test_avg_backward_of_column_windows(shape, output_size, columns, dtype, skip
         _assert_close_ref(got, want, dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, np.float16], ids=["float32", "float16"])
+@pytest.mark.parametrize(
+    "shape,output_size",
+    [((8, 1, 6, 12, 12), (2, 3, 3)), ((16, 1, 9, 9), (4, 4)), ((3, 5, 7, 10), (3, 4)),
+     ((4, 2, 33), (5,))],
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_samples_taken_as_channels(shape, output_size, dtype, skipna, knobs, monkeypatch):
+    """Where the samples' planes follow each other (C order), the average takes them as more
+    channels (8 planes side by side from 8 on): each sample's result is the one it has alone,
+    bit for bit, forward and backward; a view whose samples do not follow is taken as it is."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    rank = len(output_size)
+    forward = getattr(ap, f"adaptive_avg_pool{rank}d")
+    backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    x = rand(shape, dtype, seed=25)
+    if skipna:
+        x.reshape(-1)[::6] = np.nan
+    g = rand(shape[:2] + output_size, dtype, seed=26)
+    folded = []
+    fold = backend._samples_as_channels
+    monkeypatch.setattr(backend, "_samples_as_channels",
+                        lambda dims, *geo: (lambda r: (folded.append(r != dims), r)[1])(
+                            fold(dims, *geo)))
+    knobs()
+    y, gi = forward(x, output_size, skipna=skipna), backward(g, x, skipna=skipna)
+    assert folded and all(folded)
+    alone = [(forward(x[i : i + 1], output_size, skipna=skipna),
+              backward(g[i : i + 1], x[i : i + 1], skipna=skipna)) for i in range(shape[0])]
+    np.testing.assert_array_equal(bits(y), bits(np.concatenate([a for a, _ in alone])))
+    np.testing.assert_array_equal(bits(gi), bits(np.concatenate([b for _, b in alone])))
+    folded.clear()
+    apart = np.stack([x, x], axis=1)[:, 0]  # samples twice as far apart as the planes are long
+    np.testing.assert_array_equal(bits(forward(apart, output_size, skipna=skipna)), bits(y))
+    assert folded and not any(folded)
+
+
 def test_small_integer_data_is_exact():
     # Exact sums: float32 results equal the reference rounded once (ties, repeated cells).
     x = small_ints((2, 3, 7, 9), F32, seed=5, high=5)

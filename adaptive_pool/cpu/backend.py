@@ -327,6 +327,7 @@ class CpuBackend:
     ):
         """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``like``: see
         :func:`_bind`)."""
+        dims = _samples_as_channels(dims, xg, yg)
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = _touched(dims)
@@ -462,6 +463,7 @@ class CpuBackend:
         gather counts its windows itself, just before it reads the same part of ``x`` again;
         other windows are counted first, in a pass of their own (one int64 per output cell).
         """
+        dims = _samples_as_channels(dims, gg, ig, *(() if xg is None else (xg,)))
         n, c, d, h, w, od, oh, ow = dims
         # elements only: with rows counted, rows of 4 went to two threads, where they took as
         # long (bfloat16 1.57x as long)
@@ -696,6 +698,18 @@ class CpuBackend:
         use few (all planes cost the same, so few chunks still balance)."""
         t = _threads()
         return max(1, min(planes, 4 * t, max(t, planes // 16)))
+
+
+def _samples_as_channels(dims, *geometries):
+    """``dims`` with the samples taken as more channels, ``(1, n * c, ...)``, where every array
+    has its samples' planes right after each other's (stride of n = c * stride of c: C order):
+    the average's kernels choose by the channels (8 planes side by side from 8 on), and the
+    planes of the next sample serve as well (float32 8x1x64x256x256 -> 16x64x64 17.9 -> 7.8
+    ms, float64 34 -> 19, bit for bit: each plane's sums are its own)."""
+    n, c = dims[:2]
+    if n == 1 or any(g[1] != c * g[2] for g in geometries):
+        return dims
+    return (1, n * c) + tuple(dims[2:])
 
 
 def _memoised(memo: dict | None, key: tuple, prepare: Callable[[], Callable]) -> Callable:
