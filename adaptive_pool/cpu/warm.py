@@ -120,6 +120,9 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_backward_runs": (
         ("avg_pool_backward_runs",), False, _avg_backward((1, 3, 3), (1, 1, 1), 1)
     ),
+    "avg_pool_backward_columns": (  # (rows of 8 one element in h: planes of 24 as one row)
+        ("avg_pool_backward_columns",), False, _avg_backward((2, 3, 8), (1, 3, 8), 1)
+    ),
     "max_pool": (("max_pool",), True, _max((2, 3, 3), (1, 2, 2))),
     "max_pool_runs": (("max_pool_runs",), True, _max((2, 3, 3), (1, 1, 1))),
     "max_pool_channels": (("max_pool_channels",), True, _channels_last("max")),
