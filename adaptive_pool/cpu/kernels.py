@@ -1288,6 +1288,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     depth = D // OD if fused and nblk == 1 and OD < D else 1
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
+    # fewer windows than columns, all inside the row (a Dask block's may reach outside it)
+    spread = OW < W and ws.min() >= 0 and we.max() <= W
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
     lc = np.empty(0, np.int64)
@@ -1363,17 +1365,16 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                     if one_w:
                         for w in range(W):
                             part[np.uint64(q + w)] = acc(go, 0) + g[np.uint64(wl[w])]
-                    elif OW < W:
+                    elif spread:
                         # each window's share added over its columns in ascending ow, from
                         # +0.0: each column's sum in the order below, a vector loop a window
                         # rather than a scalar chain a column (float32 1x4x13x43x57 -> 3x21x7
-                        # 1.33-1.38x, 16x64x64x64 -> 9x11 1.20-1.22x). A Dask block's windows
-                        # may reach outside its columns: those are no column's here
+                        # 1.33-1.38x, 16x64x64x64 -> 9x11 1.20-1.22x)
                         for w in range(W):
                             part[np.uint64(q + w)] = 0
                         for ow in range(OW):
                             s = g[np.uint64(ow)]
-                            for w in range(max(ws[ow], 0), min(we[ow], W)):
+                            for w in range(ws[ow], we[ow]):
                                 part[np.uint64(q + w)] += s
                     else:
                         for w in range(W):
