@@ -156,3 +156,22 @@ def test_columns_of_whole_planes(shape, osz, dtype, skipna, knobs, monkeypatch):
         np.testing.assert_array_equal(bits(ap.adaptive_avg_pool3d(v, osz, skipna=skipna)), want,
                                       err_msg=name)
         assert set(merged) == {name in ("c", "neg")}, name  # (strided rows do not follow)
+
+
+@pytest.mark.parametrize(
+    "dtype,dims,order",
+    [(np.float32, (2, 8, 44, 43, 40, 1, 5, 20), "lanewise"),  # rows of 2, 757 elements a window
+     (np.float32, (4, 16, 1, 1024, 64, 1, 2, 16), "lanewise"),  # rows of 4, 2048 elements
+     (np.float64, (2, 8, 44, 43, 40, 1, 5, 20), "direct"),  # float64: 0.85-3.3x, kept
+     (np.float32, (2, 8, 44, 43, 40, 1, 5, 5), "direct"),  # rows of 8: the direct order's
+     (np.float32, (1, 4, 44, 43, 40, 1, 5, 20), "direct")],  # 4 planes of large windows
+)
+def test_narrow_rows_of_large_windows_take_eight_planes(dtype, dims, order):
+    """Windows larger than ``_LANEWISE_WINDOW`` whose rows are narrower than ``_ROWS_WIDTH``
+    take 8 planes side by side in 32 bits or fewer (the direct order's masked load a row is
+    short work there)."""
+    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
+
+    n, c, d, h, w = dims[:5]
+    xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
+    assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
