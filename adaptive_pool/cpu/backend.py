@@ -389,10 +389,11 @@ class CpuBackend:
         in_place = not skipna and rows_in_place
         # rows of the windows of one output row, which a 16-bit input decodes before summing
         band = (-(-d // od) + 1) * (-(-h // oh) + 1) * w
-        # larger windows of narrow rows too, in 32 bits or fewer: the direct order's masked
-        # load a row is short work there (float32 2x8x44x43x40 -> 1x5x20, rows of 2, 757
-        # elements a window: 4.2x; 4x16x1024x64 -> 2x16 2.0x; float64 0.85-3.3x)
-        narrow = itemsize <= 4 and c >= kernels.LANES and w < _ROWS_WIDTH * ow
+        # larger windows of narrow rows too: the direct order's masked load a row is short
+        # work there (2x8x44x43x40 -> 1x5x20, rows of 2, 757 elements a window: float32 3.9x,
+        # float64 3.9x; 4x16x1024x64 -> 2x16 float32 1.9x, float64 0.85-0.95x; 2x8x32x32x32
+        # -> 1x1x8 float32 2.1x, float64 1.4x)
+        narrow = c >= kernels.LANES and w < _ROWS_WIDTH * ow
         lanewise = (
             (c >= kernels.LANES or (c >= 3 and longest <= _FEW_PLANES_WINDOW))
             and (d * h * w <= _LANEWISE_WINDOW * od * oh * ow or narrow)
