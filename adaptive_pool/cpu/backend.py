@@ -468,12 +468,13 @@ class CpuBackend:
         gather counts its windows itself, just before it reads the same part of ``x`` again;
         other windows are counted first, in a pass of their own (one int64 per output cell).
         """
-        dims = _samples_as_channels(dims, gg, ig, *(() if xg is None else (xg,)))
+        reads_x = xg is not None
+        geometries = (ig, xg) if reads_x else (ig,)
+        dims = _samples_as_channels(dims, gg, *geometries)
         n, c, d, h, w, od, oh, ow = dims
         # elements only: with rows counted, rows of 4 went to two threads, where they took as
         # long (bfloat16 1.57x as long)
         work = _touched(dims, row_work=0)
-        reads_x = xg is not None
 
         def base(gf, if_, xf):
             if reads_x:
@@ -481,17 +482,16 @@ class CpuBackend:
             else:
                 baseline.avg_pool_backward(gf, gg, if_, ig, tab, dims, gf, gg, kernels.PLAIN)
 
-        geometries = (ig, xg) if reads_x else (ig,)
+        # the columns and runs kernels: where x is not read, the gradients stand in for it
+        skip, xg_ = (kernels.SKIPNA, xg) if reads_x else (kernels.PLAIN, gg)
         columns = _column_problem(tab, dims, gg, geometries)
         if columns is not None:
             cdims, ctab = columns
             run, serial = self._runner(kernels.avg_pool_backward_columns, work)
             nch = self._chunks(n * c * cdims[5] * cdims[6], serial)
-            skip = kernels.SKIPNA if reads_x else kernels.PLAIN
 
             def call(run, gf, if_, xf):
-                xf, xg_ = (xf, xg) if reads_x else (gf, gg)  # (x not read: as for the runs)
-                run(gf, gg, if_, ig, ctab, cdims, xf, xg_, skip, nch)
+                run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, nch)
 
             return _bind(call, (run,), like, base, reads_x)
         if _run_windows(tab, dims, *geometries) or (
@@ -500,13 +500,10 @@ class CpuBackend:
         ):
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
-            skip = kernels.SKIPNA if reads_x else kernels.PLAIN
             prefetch = reads_x and _prefetched(dims, itemsize)
 
             def call(run, gf, if_, xf):
-                # where x is not read, the gradients stand in for it
-                xf, xg_ = (xf, xg) if reads_x else (gf, gg)
-                run(gf, gg, if_, ig, tab, dims, xf, xg_, skip, prefetch, nch)
+                run(gf, gg, if_, ig, tab, dims, xf if reads_x else gf, xg_, skip, prefetch, nch)
 
             return _bind(call, (run,), like, base, reads_x)
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables

@@ -1201,7 +1201,7 @@ def _count_words(x, xb, xd, xh, W, d0, d1, h0, nr, tab, sh, eh, oh0, oh1, ws, we
     for dd in range(d1 - d0):
         xr = xb + (d0 + dd) * xd + h0 * xh
         for r in range(nr):
-            if W <= 64:
+            if W <= 64:  # (the loop below for one word: bfloat16 56x56 -> 7x7 1.06-1.11x as long)
                 words[dd * nr + r] = number_word(x, xr + r * xh, W)
                 continue
             for j in range((W + 63) // 64):
