@@ -116,6 +116,18 @@ def test_every_window_size_1_to_100(dtype, knobs):
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_channels_last_every_window_size_1_to_40(dtype):
+    """Channels-last windows of every size from 1 to 40 (each lane in a register up to 32,
+    lanes in rows beyond), with -0.0 and NaN among the values: the lane order's bits."""
+    for n in range(1, 41):
+        x = rand((1, 9, n), dtype, seed=n)
+        x[:, 1::3] = -0.0  # (windows of -0.0 only: +0.0)
+        x[:, 2, n // 2] = np.nan
+        got = ap.adaptive_avg_pool1d(channels_last(x), 1)
+        np.testing.assert_array_equal(bits(got), bits(ref.avg_pool_in_order(x, 1, 1)), str(n))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_3d_windows_and_the_default_choice(dtype):
     """Windows over d too (k runs over d, then h, then w), through the backend's own choice."""
     for shape, osz in [((1, 9, 5, 7, 9), (2, 3, 2)), ((1, 2, 4, 6, 6), (1, 1, 1)),

@@ -604,6 +604,56 @@ def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
         call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
+def _channel_tree_source(rows: int) -> str:
+    """Source of ``_channel_tree{rows}(x, eo, vol, nc, o, v)``: ``o[l]`` = the mean (over
+    ``v``, encoded) of a window of ``rows < vol <= 2 * rows`` elements (``vol`` 1 and 2 with
+    ``rows == vol``), element ``k`` a unit-stride run ``x[eo[k]:eo[k]+nc]`` of channels: the
+    lane order of :func:`_channel_run` and :func:`_combine` with every lane in a register. Row
+    ``r`` holds element ``r`` and, where ``r + rows < vol``, element ``r + rows`` (``eo``
+    points past the window at ``eo[0]``: a load whose value is not used); the halving steps
+    are the expression tree. Generated per ``rows``: a loop of named lanes, not an array."""
+
+    def tree(i, s):
+        return f"l{i}" if s == rows else f"({tree(i, 2 * s)} + {tree(i + s, 2 * s)})"
+
+    lines = [f"def _channel_tree{rows}(x, eo, vol, nc, o, v):", "    z = acc(x, 0)"]
+    lines += [f"    e{k} = eo[{k}]" for k in range(2 * rows)]
+    lines += [f"    p{r} = {r + rows} < vol" for r in range(rows)]
+    lines.append("    for l in range(nc):")
+    for r in range(rows):
+        lines.append(f"        t{r} = get(x, e{r + rows} + l)")
+        lines.append(f"        l{r} = (get(x, e{r} + l) + z) + (t{r} if p{r} else z)")
+    lines.append(f"        o[l] = enc(x, {tree(0, 1)} / v)")
+    return "\n".join(lines) + "\n"
+
+
+for _rows in (1, 2, 4, 8, 16):
+    exec(_channel_tree_source(_rows))  # (the generated helpers, named _channel_tree{rows})
+    globals()[f"_channel_tree{_rows}"] = numba.njit(inline="always")(
+        globals()[f"_channel_tree{_rows}"]
+    )
+
+
+@numba.njit(inline="always")
+def _channel_tree(x, eo, vol, nc, o):
+    """``o[:nc]``: the encoded means of a window of at most ``SUM_LANES`` elements of ``nc``
+    channels each (element ``k`` at ``x[eo[k]:]``), by the generated ``_channel_tree{rows}``.
+    Against lanes kept in rows of a scratch array, a store and a reload per element and per
+    halving step fewer."""
+    rows = _rows_in_use(vol)
+    v = acc(x, vol)
+    if rows == 16:
+        _channel_tree16(x, eo, vol, nc, o, v)
+    elif rows == 8:
+        _channel_tree8(x, eo, vol, nc, o, v)
+    elif rows == 4:
+        _channel_tree4(x, eo, vol, nc, o, v)
+    elif rows == 2:
+        _channel_tree2(x, eo, vol, nc, o, v)
+    else:
+        _channel_tree1(x, eo, vol, nc, o, v)
+
+
 @numba.njit(**_BODY)
 def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
@@ -616,6 +666,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     o = np.empty(P, x.dtype)
+    eo = np.empty(SUM_LANES, np.int64)  # a small window's elements (_channel_tree)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -626,23 +677,35 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
-            rows = _rows_in_use(vol)
-            k = 0
-            for d in range(d0, d1):
-                for h in range(h0, h1):
-                    b = xb + d * xd + h * xh
-                    for w in range(w0, w1):
-                        _channel_run(x, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P,
-                                     k < rows, skip)
-                        k += 1
-            _combine(a, P, rows)
-            if skip is not None:
-                _combine(cnt, P, rows)
-            # the means encoded in a contiguous pass (vectorised), then stored at the
-            # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
-            # scalar divisions and conversions before)
-            for l in range(nc):
-                o[l] = enc(x, _mean(x, a[l], cnt[l] if skip is not None else vol))
+            if skip is None and vol <= SUM_LANES:
+                k = 0
+                for d in range(d0, d1):
+                    for h in range(h0, h1):
+                        b = xb + d * xd + h * xh
+                        for w in range(w0, w1):
+                            eo[k] = b + w * xw
+                            k += 1
+                for k in range(vol, SUM_LANES):
+                    eo[k] = eo[0]
+                _channel_tree(x, eo, vol, nc, o)
+            else:
+                rows = _rows_in_use(vol)
+                k = 0
+                for d in range(d0, d1):
+                    for h in range(h0, h1):
+                        b = xb + d * xd + h * xh
+                        for w in range(w0, w1):
+                            _channel_run(x, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P,
+                                         k < rows, skip)
+                            k += 1
+                _combine(a, P, rows)
+                if skip is not None:
+                    _combine(cnt, P, rows)
+                # the means encoded in a contiguous pass (vectorised), then stored at the
+                # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
+                # scalar divisions and conversions before)
+                for l in range(nc):
+                    o[l] = enc(x, _mean(x, a[l], cnt[l] if skip is not None else vol))
             yo = yb + ow * yw
             for l in range(nc):
                 y[np.uint64(yo + l * yc)] = o[l]
