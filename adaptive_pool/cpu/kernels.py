@@ -654,6 +654,34 @@ def _channel_tree(x, eo, vol, nc, o):
         _channel_tree1(x, eo, vol, nc, o, v)
 
 
+@numba.njit(inline="always")
+def _channel_quarter(x, eo, i, vol, nc, a, q):
+    """``a[q:q+nc]``: lanes ``i, i + 4, ..., i + 28`` of a window of ``32 < vol <= 64``
+    elements of ``nc`` channels (element ``k`` at ``x[eo[k]:]``; ``eo`` points past the window
+    at ``eo[0]``) combined by the halving steps 16, 8 and 4, in registers: lane ``r`` is
+    element ``r`` plus, where ``r + 32 < vol``, element ``r + 32``. The four quarters make the
+    window's sum with the steps 2 and 1."""
+    z = acc(x, 0)
+    e0, e1, e2, e3 = eo[i], eo[i + 4], eo[i + 8], eo[i + 12]
+    e4, e5, e6, e7 = eo[i + 16], eo[i + 20], eo[i + 24], eo[i + 28]
+    f0, f1, f2, f3 = eo[i + 32], eo[i + 36], eo[i + 40], eo[i + 44]
+    f4, f5, f6, f7 = eo[i + 48], eo[i + 52], eo[i + 56], eo[i + 60]
+    p0, p1, p2, p3 = i + 32 < vol, i + 36 < vol, i + 40 < vol, i + 44 < vol
+    p4, p5, p6, p7 = i + 48 < vol, i + 52 < vol, i + 56 < vol, i + 60 < vol
+    for l in range(nc):
+        t0, t1, t2, t3 = get(x, f0 + l), get(x, f1 + l), get(x, f2 + l), get(x, f3 + l)
+        t4, t5, t6, t7 = get(x, f4 + l), get(x, f5 + l), get(x, f6 + l), get(x, f7 + l)
+        l0 = (get(x, e0 + l) + z) + (t0 if p0 else z)
+        l1 = (get(x, e1 + l) + z) + (t1 if p1 else z)
+        l2 = (get(x, e2 + l) + z) + (t2 if p2 else z)
+        l3 = (get(x, e3 + l) + z) + (t3 if p3 else z)
+        l4 = (get(x, e4 + l) + z) + (t4 if p4 else z)
+        l5 = (get(x, e5 + l) + z) + (t5 if p5 else z)
+        l6 = (get(x, e6 + l) + z) + (t6 if p6 else z)
+        l7 = (get(x, e7 + l) + z) + (t7 if p7 else z)
+        a[np.uint64(q + l)] = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
+
+
 @numba.njit(**_BODY)
 def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
@@ -666,7 +694,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     o = np.empty(P, x.dtype)
-    eo = np.empty(SUM_LANES, np.int64)  # a small window's elements (_channel_tree)
+    eo = np.empty(2 * SUM_LANES, np.int64)  # a small window's elements (_channel_tree)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -688,6 +716,21 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 for k in range(vol, SUM_LANES):
                     eo[k] = eo[0]
                 _channel_tree(x, eo, vol, nc, o)
+            elif skip is None and vol <= 2 * SUM_LANES:
+                k = 0
+                for d in range(d0, d1):
+                    for h in range(h0, h1):
+                        b = xb + d * xd + h * xh
+                        for w in range(w0, w1):
+                            eo[k] = b + w * xw
+                            k += 1
+                for k in range(vol, 2 * SUM_LANES):
+                    eo[k] = eo[0]
+                for i in range(4):
+                    _channel_quarter(x, eo, i, vol, nc, a, i * P)
+                v = acc(x, vol)
+                for l in range(nc):
+                    o[l] = enc(x, ((a[l] + a[2 * P + l]) + (a[P + l] + a[3 * P + l])) / v)
             else:
                 rows = _rows_in_use(vol)
                 k = 0
