@@ -117,9 +117,9 @@ def test_every_window_size_1_to_100(dtype, knobs):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_channels_last_every_window_size_1_to_72(dtype):
-    """Channels-last windows of every size from 1 to 72 (each lane in a register up to 32,
-    two elements a lane up to 64, lanes in rows beyond), with -0.0 and NaN among the values:
-    the lane order's bits."""
+    """Channels-last windows of every size from 1 to 72 (lanes in registers, eight at a time,
+    from 9 to 64 elements; in rows of a scratch array otherwise), with -0.0 and NaN among the
+    values: the lane order's bits."""
     for n in range(1, 73):
         x = rand((1, 9, n), dtype, seed=n)
         x[:, 1::3] = -0.0  # (windows of -0.0 only: +0.0)

@@ -604,81 +604,50 @@ def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
         call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
 
-def _channel_tree_source(rows: int) -> str:
-    """Source of ``_channel_tree{rows}(x, eo, vol, nc, o, v)``: ``o[l]`` = the mean (over
-    ``v``, encoded) of a window of ``rows < vol <= 2 * rows`` elements (``vol`` 1 and 2 with
-    ``rows == vol``), element ``k`` a unit-stride run ``x[eo[k]:eo[k]+nc]`` of channels: the
-    lane order of :func:`_channel_run` and :func:`_combine` with every lane in a register. Row
-    ``r`` holds element ``r`` and, where ``r + rows < vol``, element ``r + rows`` (``eo``
-    points past the window at ``eo[0]``: a load whose value is not used); the halving steps
-    are the expression tree. Generated per ``rows``: a loop of named lanes, not an array."""
-
-    def tree(i, s):
-        return f"l{i}" if s == rows else f"({tree(i, 2 * s)} + {tree(i + s, 2 * s)})"
-
-    lines = [f"def _channel_tree{rows}(x, eo, vol, nc, o, v):", "    z = acc(x, 0)"]
-    lines += [f"    e{k} = eo[{k}]" for k in range(2 * rows)]
-    lines += [f"    p{r} = {r + rows} < vol" for r in range(rows)]
-    lines.append("    for l in range(nc):")
-    for r in range(rows):
-        lines.append(f"        t{r} = get(x, e{r + rows} + l)")
-        lines.append(f"        l{r} = (get(x, e{r} + l) + z) + (t{r} if p{r} else z)")
-    lines.append(f"        o[l] = enc(x, {tree(0, 1)} / v)")
-    return "\n".join(lines) + "\n"
+@numba.njit(nogil=True, error_model="numpy")
+def _load(x, i):
+    """:func:`~adaptive_pool.cpu.access.get` compiled once per dtype, for
+    :func:`_channel_eight`'s 16 loads (each an inlined ``get`` typed again: 0.9 s of a cold
+    call); LLVM inlines it all the same."""
+    return get(x, i)
 
 
-for _rows in (1, 2, 4, 8, 16):
-    exec(_channel_tree_source(_rows))  # (the generated helpers, named _channel_tree{rows})
-    globals()[f"_channel_tree{_rows}"] = numba.njit(inline="always")(
-        globals()[f"_channel_tree{_rows}"]
-    )
+@numba.njit(nogil=True, error_model="numpy")
+def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at):
+    """``a[q:q+nc]``: lanes ``i, i + s, ..., i + 7 * s`` of a window of ``8 < vol <= 64``
+    elements of ``nc`` channels (element ``k`` at ``x[eo[k]:]``) in ``rows = 8 * s`` lanes
+    (:func:`_rows_in_use`), combined by the halving steps among them, in registers: lane ``r``
+    holds element ``r`` and, where ``r + rows < vol``, element ``r + rows``. The ``s`` parts
+    make the window's sum with the steps from ``s / 2`` down (:func:`_combine`). ``at``:
+    scratch of 16.
 
-
-@numba.njit(inline="always")
-def _channel_tree(x, eo, vol, nc, o):
-    """``o[:nc]``: the encoded means of a window of at most ``SUM_LANES`` elements of ``nc``
-    channels each (element ``k`` at ``x[eo[k]:]``), by the generated ``_channel_tree{rows}``.
-    Against lanes kept in rows of a scratch array, a store and a reload per element and per
-    halving step fewer."""
-    rows = _rows_in_use(vol)
-    v = acc(x, vol)
-    if rows == 16:
-        _channel_tree16(x, eo, vol, nc, o, v)
-    elif rows == 8:
-        _channel_tree8(x, eo, vol, nc, o, v)
-    elif rows == 4:
-        _channel_tree4(x, eo, vol, nc, o, v)
-    elif rows == 2:
-        _channel_tree2(x, eo, vol, nc, o, v)
-    else:
-        _channel_tree1(x, eo, vol, nc, o, v)
-
-
-@numba.njit(inline="always")
-def _channel_quarter(x, eo, i, vol, nc, a, q):
-    """``a[q:q+nc]``: lanes ``i, i + 4, ..., i + 28`` of a window of ``32 < vol <= 64``
-    elements of ``nc`` channels (element ``k`` at ``x[eo[k]:]``; ``eo`` points past the window
-    at ``eo[0]``) combined by the halving steps 16, 8 and 4, in registers: lane ``r`` is
-    element ``r`` plus, where ``r + 32 < vol``, element ``r + 32``. The four quarters make the
-    window's sum with the steps 2 and 1."""
+    Against every lane kept in a row of the scratch array, a store and a reload per element and
+    per halving step fewer: float32 channels-last 64x512x14x14 -> 5x5 1.36x, 32x256x56x56 ->
+    7x7 1.35x. Compiled once per dtype, not inlined, and written out: generated loops of 2-64
+    named lanes, inlined, took a cold call from 1.7 to 9.8 s (each ``get`` typed again)."""
     z = acc(x, 0)
-    e0, e1, e2, e3 = eo[i], eo[i + 4], eo[i + 8], eo[i + 12]
-    e4, e5, e6, e7 = eo[i + 16], eo[i + 20], eo[i + 24], eo[i + 28]
-    f0, f1, f2, f3 = eo[i + 32], eo[i + 36], eo[i + 40], eo[i + 44]
-    f4, f5, f6, f7 = eo[i + 48], eo[i + 52], eo[i + 56], eo[i + 60]
-    p0, p1, p2, p3 = i + 32 < vol, i + 36 < vol, i + 40 < vol, i + 44 < vol
-    p4, p5, p6, p7 = i + 48 < vol, i + 52 < vol, i + 56 < vol, i + 60 < vol
+    for j in range(8):
+        r = i + s * j
+        at[j] = eo[r]
+        at[8 + j] = eo[r + rows] if r + rows < vol else -1
+    e0, e1, e2, e3, e4, e5, e6, e7 = at[0], at[1], at[2], at[3], at[4], at[5], at[6], at[7]
+    f0, f1, f2, f3, f4, f5, f6, f7 = at[8], at[9], at[10], at[11], at[12], at[13], at[14], at[15]
+    p0, p1, p2, p3 = f0 >= 0, f1 >= 0, f2 >= 0, f3 >= 0  # (offsets are never negative)
+    p4, p5, p6, p7 = f4 >= 0, f5 >= 0, f6 >= 0, f7 >= 0
+    # a second element past the window: the first read again, not used
+    f0, f1, f2, f3 = f0 if p0 else e0, f1 if p1 else e1, f2 if p2 else e2, f3 if p3 else e3
+    f4, f5, f6, f7 = f4 if p4 else e4, f5 if p5 else e5, f6 if p6 else e6, f7 if p7 else e7
     for l in range(nc):
-        t0, t1, t2, t3 = get(x, f0 + l), get(x, f1 + l), get(x, f2 + l), get(x, f3 + l)
-        t4, t5, t6, t7 = get(x, f4 + l), get(x, f5 + l), get(x, f6 + l), get(x, f7 + l)
-        l0 = (get(x, e0 + l) + z) + (t0 if p0 else z)
-        l1 = (get(x, e1 + l) + z) + (t1 if p1 else z)
-        l2 = (get(x, e2 + l) + z) + (t2 if p2 else z)
-        l3 = (get(x, e3 + l) + z) + (t3 if p3 else z)
-        l4 = (get(x, e4 + l) + z) + (t4 if p4 else z)
-        l5 = (get(x, e5 + l) + z) + (t5 if p5 else z)
-        l6 = (get(x, e6 + l) + z) + (t6 if p6 else z)
-        l7 = (get(x, e7 + l) + z) + (t7 if p7 else z)
+        t0, t1, t2, t3 = _load(x, f0 + l), _load(x, f1 + l), _load(x, f2 + l), _load(x, f3 + l)
+        t4, t5, t6, t7 = _load(x, f4 + l), _load(x, f5 + l), _load(x, f6 + l), _load(x, f7 + l)
+        l0 = (_load(x, e0 + l) + z) + (t0 if p0 else z)
+        l1 = (_load(x, e1 + l) + z) + (t1 if p1 else z)
+        l2 = (_load(x, e2 + l) + z) + (t2 if p2 else z)
+        l3 = (_load(x, e3 + l) + z) + (t3 if p3 else z)
+        l4 = (_load(x, e4 + l) + z) + (t4 if p4 else z)
+        l5 = (_load(x, e5 + l) + z) + (t5 if p5 else z)
+        l6 = (_load(x, e6 + l) + z) + (t6 if p6 else z)
+        l7 = (_load(x, e7 + l) + z) + (t7 if p7 else z)
         a[np.uint64(q + l)] = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))
 
 
@@ -694,7 +663,8 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     o = np.empty(P, x.dtype)
-    eo = np.empty(2 * SUM_LANES, np.int64)  # a small window's elements (_channel_tree)
+    eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
+    at = np.empty(16, np.int64)  # and those of eight of its lanes
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -705,35 +675,20 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
         for ow in range(OW):
             w0, w1 = ws[ow], we[ow]
             vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
-            if skip is None and vol <= SUM_LANES:
-                k = 0
+            rows = _rows_in_use(vol)
+            k = 0
+            if skip is None and 8 < vol <= 2 * SUM_LANES:
+                # eight lanes at a time in registers (_channel_eight), their sums in rows
                 for d in range(d0, d1):
                     for h in range(h0, h1):
                         b = xb + d * xd + h * xh
                         for w in range(w0, w1):
                             eo[k] = b + w * xw
                             k += 1
-                for k in range(vol, SUM_LANES):
-                    eo[k] = eo[0]
-                _channel_tree(x, eo, vol, nc, o)
-            elif skip is None and vol <= 2 * SUM_LANES:
-                k = 0
-                for d in range(d0, d1):
-                    for h in range(h0, h1):
-                        b = xb + d * xd + h * xh
-                        for w in range(w0, w1):
-                            eo[k] = b + w * xw
-                            k += 1
-                for k in range(vol, 2 * SUM_LANES):
-                    eo[k] = eo[0]
-                for i in range(4):
-                    _channel_quarter(x, eo, i, vol, nc, a, i * P)
-                v = acc(x, vol)
-                for l in range(nc):
-                    o[l] = enc(x, ((a[l] + a[2 * P + l]) + (a[P + l] + a[3 * P + l])) / v)
+                filled = rows // 8
+                for i in range(filled):
+                    _channel_eight(x, eo, i, filled, rows, vol, nc, a, i * P, at)
             else:
-                rows = _rows_in_use(vol)
-                k = 0
                 for d in range(d0, d1):
                     for h in range(h0, h1):
                         b = xb + d * xd + h * xh
@@ -741,14 +696,15 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                             _channel_run(x, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P,
                                          k < rows, skip)
                             k += 1
-                _combine(a, P, rows)
+                filled = rows
                 if skip is not None:
                     _combine(cnt, P, rows)
-                # the means encoded in a contiguous pass (vectorised), then stored at the
-                # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
-                # scalar divisions and conversions before)
-                for l in range(nc):
-                    o[l] = enc(x, _mean(x, a[l], cnt[l] if skip is not None else vol))
+            _combine(a, P, filled)
+            # the means encoded in a contiguous pass (vectorised), then stored at the
+            # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
+            # scalar divisions and conversions before)
+            for l in range(nc):
+                o[l] = enc(x, _mean(x, a[l], cnt[l] if skip is not None else vol))
             yo = yb + ow * yw
             for l in range(nc):
                 y[np.uint64(yo + l * yc)] = o[l]
