@@ -622,8 +622,8 @@ def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at):
     scratch of 16.
 
     Against every lane kept in a row of the scratch array, a store and a reload per element and
-    per halving step fewer: float32 channels-last 64x512x14x14 -> 5x5 1.36x, 32x256x56x56 ->
-    7x7 1.35x. Compiled once per dtype, not inlined, and written out: generated loops of 2-64
+    per halving step fewer: float32 channels-last 64x512x14x14 -> 5x5 1.26x, 32x256x56x56 ->
+    7x7 1.33x. Compiled once per dtype, not inlined, and written out: generated loops of 2-64
     named lanes, inlined, took a cold call from 1.7 to 9.8 s (each ``get`` typed again)."""
     z = acc(x, 0)
     for j in range(8):
@@ -746,9 +746,10 @@ def avg_pool_channels(at, x, xg, y, yg, tab, dims, skip, nchunk):
     PyTorch's channels-last layout): up to :data:`CHANNEL_BLOCK` channels at a time, each
     window element a unit-stride run of them added into its lane's row of a ``32 x
     CHANNEL_BLOCK`` accumulator (the contract's lane order, per channel), then the halving
-    steps on whole rows. A work item is one output row of a block of channels. The 8-plane
-    order read such an input 8 channels at a time, a half cache line (float32 channels-last
-    64x512x14x14 -> 5x5 7.0 ms against PyTorch's 1.71)."""
+    steps on whole rows; windows of 9-64 elements take eight lanes at a time in registers
+    (:func:`_channel_eight`). A work item is one output row of a block of channels. The
+    8-plane order read such an input 8 channels at a time, a half cache line (float32
+    channels-last 64x512x14x14 -> 5x5 7.0 ms against PyTorch's 1.71)."""
     for ch in prange(nchunk):
         call(_avg_channels_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
 
