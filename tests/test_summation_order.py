@@ -115,17 +115,22 @@ def test_every_window_size_1_to_100(dtype, knobs):
     knobs(_FORCE_ORDER=None)
 
 
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
-def test_channels_last_every_window_size_1_to_72(dtype):
+def test_channels_last_every_window_size_1_to_72(dtype, skipna):
     """Channels-last windows of every size from 1 to 72 (lanes in registers, eight at a time,
     from 9 to 64 elements; in rows of a scratch array otherwise), with -0.0 and NaN among the
-    values: the lane order's bits."""
+    values (a channel of NaN only, one of some): the lane order's bits."""
+    rng = np.random.default_rng(3)
     for n in range(1, 73):
         x = rand((1, 9, n), dtype, seed=n)
         x[:, 1::3] = -0.0  # (windows of -0.0 only: +0.0)
         x[:, 2, n // 2] = np.nan
-        got = ap.adaptive_avg_pool1d(channels_last(x), 1)
-        np.testing.assert_array_equal(bits(got), bits(ref.avg_pool_in_order(x, 1, 1)), str(n))
+        x[0, 4, rng.random(n) < 0.3] = np.nan
+        x[:, 5] = np.nan
+        got = ap.adaptive_avg_pool1d(channels_last(x), 1, skipna=skipna)
+        want = ref.avg_pool_in_order(x, 1, 1, skipna)
+        np.testing.assert_array_equal(bits(got), bits(want), str(n))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
