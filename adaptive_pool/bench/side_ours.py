@@ -6,6 +6,7 @@ Numba, never PyTorch.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
@@ -125,9 +126,11 @@ def cuda_available() -> bool:
     return backend.is_available()
 
 
+@functools.cache
 def copy_kernel() -> Callable[[np.ndarray, np.ndarray], None]:
     """``copy(src, dst)``: ``dst[:] = src`` for flat arrays, in chunks over Numba's threads (the
-    kernels' own way of streaming through memory)."""
+    kernels' own way of streaming through memory). One dispatcher for the process, so each
+    argument type compiles once, not once per case of ``bench skipna``."""
     import numba  # noqa: PLC0415
 
     @numba.njit(parallel=True, nogil=True, cache=False)
