@@ -826,16 +826,10 @@ def _column_tiles(tab: np.ndarray, dims) -> bool:
     """Whether the windows of ``tab`` are one column wide (``ow == w``, window ow the column
     ow) and tile d and h: each axis's windows follow each other from 0 to its end without gap
     or overlap, so that every input row lies in exactly one output row's band."""
-    n, c, d, h, w, od, oh, ow = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_offsets(dims)
-    if ow != w or (tab[sw : sw + ow] != np.arange(ow)).any() or (
-            tab[ew : ew + ow] != np.arange(1, ow + 1)).any():
+    axes = _axes(tab, dims)
+    if dims[7] != dims[4] or not _sized_axis(*axes[2]):
         return False
-    for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh)):
-        starts, ends = tab[s : s + o], tab[e : e + o]
-        if starts[0] != 0 or ends[-1] != i or (starts[1:] != ends[:-1]).any():
-            return False
-    return True
+    return all(s[0] == 0 and e[-1] == i and (s[1:] == e[:-1]).all() for s, e, i, _ in axes[:2])
 
 
 def _column_problem(tab: np.ndarray, dims, gg, geometries):
@@ -866,18 +860,28 @@ def _plane_rows(tab: np.ndarray, dims, *geometries):
     return (n, c, d, 1, h * w, od, 1, h * w), np.concatenate([tab[: 2 * (d + od)], rows])
 
 
+def _axes(tab: np.ndarray, dims) -> tuple:
+    """``(starts, ends, input extent, output extent)`` of each of d, h, w in ``tab``."""
+    offsets = windows.axes_offsets(dims)
+    return tuple(
+        (tab[offsets[4 * k] : offsets[4 * k] + o], tab[offsets[4 * k + 1] : offsets[4 * k + 1] + o],
+         i, o)
+        for k, (i, o) in enumerate(zip(dims[2:5], dims[5:]))
+    )
+
+
+def _sized_axis(starts, ends, i: int, o: int) -> bool:
+    """Whether an axis of output extent 1 or the input's has the sizes' windows (the whole
+    axis; one element each)."""
+    if o == 1 and (starts[0] != 0 or ends[0] != i):
+        return False
+    return not (o == i and ((starts != np.arange(o)).any() or (ends != starts + 1).any()))
+
+
 def _sized_axes(tab: np.ndarray, dims, axes: int) -> bool:
     """Whether the first ``axes`` of d, h, w whose output extent is 1 or the input's have the
     sizes' windows in ``tab`` (the whole axis; one element each)."""
-    n, c, d, h, w, od, oh, ow = dims
-    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = windows.axes_offsets(dims)
-    for s, e, i, o in ((sd, ed, d, od), (sh, eh, h, oh), (sw, ew, w, ow))[:axes]:
-        starts, ends = tab[s : s + o], tab[e : e + o]
-        if o == 1 and (starts[0] != 0 or ends[0] != i):
-            return False
-        if o == i and ((starts != np.arange(o)).any() or (ends != starts + 1).any()):
-            return False
-    return True
+    return all(_sized_axis(*axis) for axis in _axes(tab, dims)[:axes])
 
 
 def _prefetched(dims, itemsize: int) -> bool:
