@@ -463,7 +463,7 @@ class CpuBackend:
         row at a time; windows that are runs of memory (global pooling, whole rows) one window
         at a time, and windows along rows of unit stride (1-D problems) a row at a time; 8
         planes side by side for small planes of many channels, else row blocks of one plane.
-        NaN-skipping over windows one d deep (every 1-D and 2-D problem), or over equal
+        NaN-skipping over windows one d deep (every 1-D and 2-D problem), or over deeper
         windows of d in the row gather whose items are whole planes, each work item of the
         gather counts its windows itself, just before it reads the same part of ``x`` again;
         other windows are counted first, in a pass of their own (one int64 per output cell).
@@ -510,6 +510,11 @@ class CpuBackend:
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
         if self._lanes(dims, itemsize):
+            # and deeper windows of d where the kernel counts from bit masks: rows of at most 64
+            # at unit stride, planes that are runs in x and in the result (float32
+            # 8x128x8x14x14 -> 3x5x5 took a count_valid pass first)
+            counting = counting or (reads_x and od < d and w <= 64
+                                    and all(g[5] == 1 and g[4] == w for g in (ig, xg)))
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
 
@@ -518,11 +523,9 @@ class CpuBackend:
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows)
-            # with whole-plane items, also windows of a d axis cut into equal ones, each
-            # counted once (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms); overlapping
-            # ones would be counted again for each set of output planes a slab lies in
-            # (2x32x32x32x32 -> 5x5x5 1.33-1.36 -> 1.90-2.02 ms)
-            counting = counting or (reads_x and od < d and d % od == 0 and rpi == h)
+            # with whole-plane items, also deeper windows of d, each output plane counted once
+            # (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms)
+            counting = counting or (reads_x and od < d and rpi == h)
             if counting and od == d and h % oh == 0:
                 # items of one output row's band: each counts its windows just before it
                 # stores their rows, which then read x again from L1 (float32 32x256x56x56

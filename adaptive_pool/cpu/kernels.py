@@ -1264,36 +1264,41 @@ def _tiles(wl, wh):
 
 
 @numba.njit(inline="always")
-def _count_words(x, xb, xd, xh, W, d0, d1, h0, nr, tab, sh, eh, oh0, oh1, ws, we, wmask, words,
-                 R, lc):
-    """``words[j * R + dd * nr + r]``: bit ``w`` set where element ``64 * j + w`` of row ``h0 +
-    r`` of slab ``d0 + dd`` is a number (``x[xb + (d0 + dd) * xd + (h0 + r) * xh:]``, rows of
-    ``W`` at unit stride, 64 elements a word), for the slabs ``d0 <= d0 + dd < d1``;
-    ``lc[(oh - oh0) * OW + ow]``: the numbers of window ``(oh, ow)`` over them, popcounts of the
-    words under the masks of its columns ``[ws[ow], we[ow])`` (its rows ``tab[sh + oh]`` to
-    ``tab[eh + oh]``, all among the words'; rows of one word: the masks ``wmask``). A word's
+def _count_words(x, xb, xd, xh, W, w0, d0, d1, h0, nr, ring, tab, sh, eh, oh0, oh1, ws, we, wmask,
+                 words, R, lc, lb):
+    """The bit words of slabs ``w0 <= d < d1`` (none where ``w0 >= d1``), then the numbers of
+    the windows of slabs ``[d0, d1)``, rows ``tab[sh + oh]`` to ``tab[eh + oh]`` for ``oh0 <= oh
+    < oh1``, from the words of those slabs (made now or before).
+
+    ``words[j * R + (d % ring) * nr + r]``: bit ``w`` set where element ``64 * j + w`` of row
+    ``h0 + r`` of slab ``d`` is a number (``x[xb + d * xd + (h0 + r) * xh:]``, rows of ``W`` at
+    unit stride, 64 elements a word; ``ring`` slabs kept, the deepest window's); ``lc[lb + (oh
+    - oh0) * OW + ow]``: the numbers of window ``(oh, ow)``, popcounts of the words under the
+    masks of its columns ``[ws[ow], we[ow])`` (rows of one word: the masks ``wmask``). A word's
     rows are contiguous: no gathers."""
     OW = ws.size
-    for dd in range(d1 - d0):
-        xr = xb + (d0 + dd) * xd + h0 * xh
+    for d in range(w0, d1):
+        xr = xb + d * xd + h0 * xh
+        wr = (d % ring) * nr
         for r in range(nr):
             if W <= 64:  # (the loop below for one word: bfloat16 56x56 -> 7x7 1.06-1.11x as long)
-                words[dd * nr + r] = number_word(x, xr + r * xh, W)
+                words[wr + r] = number_word(x, xr + r * xh, W)
                 continue
             for j in range((W + 63) // 64):
-                words[j * R + dd * nr + r] = number_word(x, xr + r * xh + 64 * j,
-                                                         min(64, W - 64 * j))
+                words[j * R + wr + r] = number_word(x, xr + r * xh + 64 * j, min(64, W - 64 * j))
     ones = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for dd in range(d1 - d0):  # slab by slab (slabs within each window: 2-D 1.07x as long)
+    for d in range(d0, d1):  # slab by slab (slabs within each window: 2-D 1.07x as long)
+        wr = (d % ring) * nr
         for oh in range(oh0, oh1):
-            r0 = dd * nr + tab[sh + oh] - h0
-            r1 = dd * nr + tab[eh + oh] - h0
+            r0 = wr + tab[sh + oh] - h0
+            r1 = wr + tab[eh + oh] - h0
             for ow in range(OW):
-                k = lc[(oh - oh0) * OW + ow] if dd else np.int64(0)
+                q = np.uint64(lb + (oh - oh0) * OW + ow)
+                k = lc[q] if d > d0 else np.int64(0)
                 if W <= 64:  # (the loop below for one word: 1.04-1.2x as long in the cache)
                     for r in range(r0, r1):
                         k += count_ones(words[np.uint64(r)] & wmask[ow])
-                    lc[(oh - oh0) * OW + ow] = k
+                    lc[q] = k
                     continue
                 for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
                     lo = max(ws[ow] - 64 * j, 0)
@@ -1301,34 +1306,38 @@ def _count_words(x, xb, xd, xh, W, d0, d1, h0, nr, tab, sh, eh, oh0, oh1, ws, we
                                  << np.uint64(lo))
                     for r in range(j * R + r0, j * R + r1):  # (unsigned: no gathers)
                         k += count_ones(words[np.uint64(r)] & m)
-                lc[(oh - oh0) * OW + ow] = k
+                lc[q] = k
 
 
 @numba.njit(inline="always")
-def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, oh0, nh, OH,
+def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, oh0, nh, nd, OH,
                  words, wd, R, erow, x, pf, pb, end):
     """Rows ``h_first`` to ``h_last`` of the result's slab at ``gi[ib:]``, from the partial rows
-    ``part`` (one output plane's ``nh`` rows from ``oh0``), each element where its bit of the
+    ``part`` (``nd`` output planes of ``nh`` rows from ``oh0``), each element where its bit of the
     words ``words[j * R + wd + h]`` is set and +0.0 elsewhere; returns where the prefetch of
     ``x`` goes on (to ``pb + h * W`` for row ``h``). Rows of the same windows as the last one
     store the same sums, encoded once (once a row: bfloat16 32x256x56x56 -> 7x7 took 1.8x as
     long, Zen 4). ``part`` and ``row`` come borrowed
     (:func:`~adaptive_pool.cpu.access.borrow`): ``src`` takes them without a count."""
-    if nh == 1:  # a band: every row stores part's first row (1.03-1.09x as fast as below)
+    if nh == 1:  # a band: every row stores the same sums (1.03-1.09x as fast as below)
+        src = part
+        if nd > 1:
+            _sum_part_rows(part, nd, 1, 0, 1, W, row, rowd)
+            src = row
         if decodes(gi):
-            store_row(erow, 0, 1, W, part, 0)
+            store_row(erow, 0, 1, W, src, 0)
         for h in range(h_first, h_last):
             pf = prefetch_to(x, pf, pb + h * W, end)
-            _store_where(gi, ib + h * ih_, part, 0, words, wd + h, R, W, erow)
+            _store_where(gi, ib + h * ih_, src, 0, words, wd + h, R, W, erow)
         return pf
     src, so, last = part, 0, -1
     for h in range(h_first, h_last):
         lo, hi = tab[lh + h], tab[hh + h]
         again = lo * (OH + 1) + hi != last  # (a key of the pair)
-        if again and hi - lo == 1:
+        if again and hi - lo == 1 and nd == 1:
             src, so = part, (lo - oh0) * W
         elif again:
-            _sum_part_rows(part, 1, nh, lo - oh0, hi - lo, W, row, rowd)
+            _sum_part_rows(part, nd, nh, lo - oh0, hi - lo, W, row, rowd)
             src, so = row, 0
         if again and decodes(gi):
             store_row(erow, 0, 1, W, src, so)
@@ -1357,11 +1366,20 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     one_w = _tiles(wl, wh)
     # skipna with ``cnt`` empty: the item counts its output rows' windows itself, just
     # before it reads the same rows of x again (from cache), instead of a pass of
-    # count_valid over all of x first; windows over several d are counted once for the
-    # slabs of the same output planes (whole-plane items: see the reuse below)
+    # count_valid over all of x first. Whole-plane items count each output plane's windows
+    # once, at the first slab that needs them (their slabs read at once): ``od_next``, the
+    # first plane not counted yet, ``d_next`` the first slab without bit words; the counts of
+    # ``lring`` planes kept (as many as cover one slab), the words of ``depth`` slabs (the
+    # deepest window's). Overlapping windows of d are counted once too (float32
+    # 1x16x64x64x64 -> 7x9x11 took a count_valid pass first)
     fused = skip is not None and cnt.size == 0
-    # a fused count of windows D // OD deep reads their slabs at once, at the first of them
-    depth = D // OD if fused and nblk == 1 and OD < D else 1
+    depth = 1
+    lring = 1
+    for od in range(OD if fused and nblk == 1 else 0):
+        depth = max(depth, tab[ed + od] - tab[sd + od])
+    for dd in range(D if fused and nblk == 1 else 0):
+        lring = max(lring, tab[hd + dd] - tab[ld + dd])
+    od_next = d_next = 0
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     # fewer windows than columns, all inside the row (a Dask block's may reach outside it)
@@ -1369,8 +1387,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
     lc = np.empty(0, np.int64)
-    # rows at unit stride, items holding every row of their windows (for each of their
-    # ``depth`` slabs): each row's numbers as bit words, the windows counted from the words,
+    # rows at unit stride, items holding every row of their windows (for ``depth`` slabs):
+    # each row's numbers as bit words, the windows counted from the words,
     # and the rows stored where their bits are set (x read once, no counts in memory; float32
     # 16x64x64x64 -> 9x11 1.36x, bfloat16 32x256x56x56 -> 7x7 1.66x, Zen 4), up to
     # WORDS_LIMIT words an item
@@ -1402,25 +1420,31 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         # whole-plane items (the usual ones) whose d lies in the same output planes as the last
         # item's take its partial rows as they are (float64 4x64x8x28x28 -> (1, None, None)
         # computed them 8 times: 5.6 -> 1.2 ms)
+        if nblk > 1 or it == it_lo or d == 0:  # (items of rows count their own windows)
+            od_next, d_next = od0, tab[sd + od0]
         if not (nblk == 1 and it > it_lo and _planes_as_last_d(tab, ld, hd, d)):
             need = (od1 - od0) * nh * W
             if part.size < need:
                 part = scratch(go, need)
             if fused:
-                if lc.size < (od1 - od0) * nh * OW:
-                    lc = np.empty((od1 - od0) * nh * OW, np.int64)
+                if lc.size < lring * nh * OW:
+                    lc = np.empty(lring * nh * OW, np.int64)
                 xp = x0 + n * xn + c * xc
-                if bitrows:  # (od1 - od0 == 1: windows of d tile it)
-                    if skip is not None:  # (pruned from the plain specialisation)
-                        _count_words(x, xp, xd, xh, W, tab[sd + od0], tab[ed + od0], h_first,
-                                     h_last - h_first, tab, sh, eh, oh0, oh1, ws, we,
-                                     spans[2], words, R, lc)
-                else:
-                    for od in range(od0, od1):
+                for od in range(max(od_next, od0), od1):
+                    lb = (od % lring) * nh * OW
+                    if bitrows:
+                        if skip is not None:  # (pruned from the plain specialisation)
+                            _count_words(x, xp, xd, xh, W, max(d_next, tab[sd + od]),
+                                         tab[sd + od], tab[ed + od], h_first, h_last - h_first,
+                                         depth, tab, sh, eh, oh0, oh1, ws, we, spans[2], words,
+                                         R, lc, lb)
+                    else:
                         for oh in range(oh0, oh1):
                             _count_row(x, xp, xd, xh, xw, tab[sd + od], tab[ed + od],
                                        tab[sh + oh], tab[eh + oh], W, col, ws, we, spans, lc,
-                                       ((od - od0) * nh + oh - oh0) * OW)
+                                       lb + (oh - oh0) * OW)
+                    d_next = max(d_next, tab[ed + od])
+                od_next = max(od_next, od1)
             gb = g0 + n * gn + c * gc
             for od in range(od0, od1):
                 vd = tab[ed + od] - tab[sd + od]
@@ -1429,7 +1453,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                     load_row(go, gb + od * gd + oh * gh, gw, OW, g)
                     if skip is not None:  # each window's count of non-NaN elements
                         counts = lc if fused else cnt
-                        cr = (((od - od0) * nh + oh - oh0) * OW if fused
+                        cr = (((od % lring) * nh + oh - oh0) * OW if fused
                               else (((n * C + c) * OD + od) * OH + oh) * OW)
                         for ow in range(OW):
                             g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
@@ -1464,9 +1488,9 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         if skip is not None:  # (a branch numba prunes from the plain specialisation)
             if bitrows:
                 pf = _store_words(gi, ib, ih_, borrow(part), borrow(row), rowd, W, tab, lh, hh,
-                                  h_first, h_last, oh0, nh, OH, words,
-                                  (d - tab[sd + od0]) * (h_last - h_first) - h_first, R, erow, x,
-                                  pf, pb, end)
+                                  h_first, h_last, oh0, nh, od1 - od0, OH, words,
+                                  (d % depth) * (h_last - h_first) - h_first, R, erow, x, pf, pb,
+                                  end)
                 blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
                 continue
         for h in range(h_first, h_last):
@@ -1696,19 +1720,31 @@ def _scatter_lanes(a, b, sc, sw, W, nl, src):
 
 
 @numba.njit(**_BODY)
-def _plane_bit_counts(x, xb, xl, H, W, hs, he, wbits, bits, cw):
-    """``cw[(oh * OW + ow) * LANES + l]``: the numbers in window ``(oh, ow)`` of the plane at
-    ``xb + xl[l]`` (rows of ``W <= 64`` at unit stride, planes that are runs): a bit mask per
-    row, then popcounts of the windows' columns (``wbits``), the ``LANES`` planes side by side.
-    Once per work item: compiled once rather than inlined (compile time)."""
+def _plane_bit_counts(x, xb, xd, xl, H, W, w0, d0, d1, ring, hs, he, wbits, bits, cw, cb, cwt):
+    """``cw[cb + (oh * OW + ow) * LANES + l]``: the numbers in window ``(oh, ow)`` of slabs
+    ``[d0, d1)`` of the volume at ``xb + xl[l]`` (slab ``d`` at ``d * xd``; rows of ``W <= 64``
+    at unit stride, planes that are runs): a bit mask per row, made for slabs ``w0 <= d < d1``
+    (the others' are in ``bits``, ``ring`` slabs kept), then popcounts of the windows' columns
+    (``wbits``), the ``LANES`` planes side by side, slab by slab (``cwt``: scratch of one
+    slab's counts where windows are deeper). Once per output plane: compiled once rather than
+    inlined (compile time)."""
     OW = wbits.size
-    for l in range(LANES):
-        for h in range(H):
-            number_bits(bits, h * LANES + l, x, xb + xl[l] + h * W, W)
-    for oh in range(hs.size):
-        h0 = hs[oh]
-        for ow in range(OW):
-            count_bits(cw, (oh * OW + ow) * LANES, bits, h0 * LANES, he[oh] - h0, wbits[ow])
+    for d in range(w0, d1):
+        o = (d % ring) * H * LANES
+        for l in range(LANES):
+            for h in range(H):
+                number_bits(bits, o + h * LANES + l, x, xb + d * xd + xl[l] + h * W, W)
+    for d in range(d0, d1):
+        o = (d % ring) * H * LANES
+        dst, q0 = (cw, cb) if d == d0 else (cwt, 0)
+        for oh in range(hs.size):
+            h0 = hs[oh]
+            for ow in range(OW):
+                count_bits(dst, q0 + (oh * OW + ow) * LANES, bits, o + h0 * LANES, he[oh] - h0,
+                           wbits[ow])
+        if d > d0:
+            for k in range(hs.size * OW * LANES):
+                cw[cb + k] += cwt[k]
 
 
 def _shares(a, q, go, b, lane, v, cnt, cq):  # pragma: no cover - typing stub
@@ -1802,8 +1838,19 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     lcnt = np.empty(OW if x_count else 0, np.int64)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    cw = np.empty(OH * OW * LANES if fused else 0, np.int32)
-    bits = np.empty(H * LANES if x_bits else 0, np.int64)
+    # windows deeper than one (bit counts only): each output plane's counted once, at the first
+    # slab that needs them, as in _avg_backward_chunk (``lring`` planes of counts kept, the
+    # bits of ``depth`` slabs)
+    depth = 1
+    lring = 1
+    for od in range(OD if x_bits else 0):
+        depth = max(depth, tab[ed + od] - tab[sd + od])
+    for dd in range(D if x_bits else 0):
+        lring = max(lring, tab[hd + dd] - tab[ld + dd])
+    od_next = d_next = 0
+    cw = np.empty(lring * OH * OW * LANES if fused else 0, np.int32)
+    cwt = np.empty(OH * OW * LANES if depth > 1 else 0, np.int32)
+    bits = np.empty(depth * H * LANES if x_bits else 0, np.int64)
     spans = _word_spans(ws, we, W, x_bits or x_count)
     wbits = spans[2]  # (read where x_bits: rows of at most 64)
     z = acc(go, 0)
@@ -1818,7 +1865,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             lane[l] = min(l, nl - 1) * gc
             cl[l] = min(l, nl - 1) * (OD * OH * OW)
             xl[l] = min(l, nl - 1) * xc
-        xb = x0 + n * xn + c0 * xc + d * xd
+        xv = x0 + n * xn + c0 * xc
+        xb = xv + d * xd
         if skip is not None and mask:
             for h in range(H):
                 for w in range(W):
@@ -1831,10 +1879,17 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         # as in _avg_backward_chunk: a d in the same output planes as the last item's takes
         # its partial rows, and its row sums where no NaN mask was applied to them
         fresh = not (it > it_lo and _planes_as_last_d(tab, ld, hd, d))
+        if it == it_lo or d == 0:
+            od_next, d_next = od0, tab[sd + od0]
         if fresh:
             if x_bits:
-                _plane_bit_counts(x, xb, xl, H, W, tab[sh : sh + OH], tab[eh : eh + OH], wbits,
-                                  bits, cw)
+                for od in range(max(od_next, od0), od1):
+                    _plane_bit_counts(x, xv, xd, xl, H, W, max(d_next, tab[sd + od]),
+                                      tab[sd + od], tab[ed + od], depth, tab[sh : sh + OH],
+                                      tab[eh : eh + OH], wbits, bits, cw,
+                                      (od % lring) * OH * OW * LANES, cwt)
+                    d_next = max(d_next, tab[ed + od])
+                od_next = max(od_next, od1)
             elif fused:  # exact integers: rows of columns, then columns of windows
                 for oh in range(OH):
                     h0, h1 = tab[sh + oh], tab[eh + oh]
@@ -1869,7 +1924,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     if fused:  # each window's count of non-NaN elements
                         for ow in range(OW):
                             _shares(gv, ow * LANES, go, gr + ow * gw, lane, z, cw,
-                                    (oh * OW + ow) * LANES)
+                                    (((od % lring) * OH + oh) * OW + ow) * LANES)
                     elif skip is not None:
                         cr = (((n * C + c0) * OD + od) * OH + oh) * OW
                         for ow in range(OW):
