@@ -193,6 +193,7 @@ def test_first_bad_index_among_parallel_chunks_is_reported(monkeypatch, fresh):
     from adaptive_pool.cpu import backend
 
     monkeypatch.setattr(backend, "_SERIAL_WORK", 0)  # chunks on the pool's threads
+    monkeypatch.setattr(backend, "_CHUNKS_PER_THREAD", 32)
     ap.clear_cache()
     x = np.random.default_rng(3).standard_normal((4, 16, 12, 12)).astype(F32)
     _, idx = ap.adaptive_max_pool2d(x, 3)

@@ -109,7 +109,7 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
      ((1, 2, 12, 64), (4, 8)), ((1, 2, 12, 130), (6, 40)), ((1, 9, 4, 6, 70), (2, 3, 7)),
      ((1, 2, 9, 5, 6), (4, 2, 3)), ((1, 3, 7, 4, 70), (3, 2, 5))],
 )
-def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, monkeypatch):
+def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, knobs):
     """The CPU average backward's kernels (row blocks of one plane, counted column by
     column or, rows of 128 or more, row by row, or from bit words where rows hold at most
     64 and items all their windows' rows: whole planes, bands of one output row, slabs of
@@ -117,7 +117,7 @@ def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dt
     block; a window at a time where windows are runs of memory), with
     skipna, in C order and channels-last, against the reference: shares divide by each
     window's count of numbers and NaN inputs get +0.0 (so a window without numbers, here a
-    whole plane, gives nothing)."""
+    whole plane, gives nothing). In many chunks: a chunk may begin inside a window of d."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     rank = len(output_size)
@@ -130,9 +130,7 @@ def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dt
     runs, never = backend._run_windows, lambda *args: False
     got = {}
     for name, plane, windows in [("rows", 0, never), ("lanes", 10**9, never), ("runs", 0, runs)]:
-        monkeypatch.setattr(backend, "_LANES_PLANE", plane)
-        monkeypatch.setattr(backend, "_run_windows", windows)
-        ap.clear_cache()  # prepared calls keep the kernel they chose
+        knobs(_LANES_PLANE=plane, _run_windows=windows)
         got[name] = [
             bits(fn("avg", rank, True)(a, b, skipna=True))
             for a in (g, channels_last(g)) for b in (x, channels_last(x))
