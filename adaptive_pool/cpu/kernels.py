@@ -1194,6 +1194,19 @@ def count_valid(at, x, xg, cnt, tab, dims, planes, nchunk):
 
 
 @numba.njit(inline="always")
+def _rings(tab, sd, ed, ld, hd, OD, D, on):
+    """``(depth, planes)``: the slabs of the deepest window of d and the most output planes a
+    slab lies in (1 and 1 unless ``on``), the slabs' bit words and the planes' counts that a
+    gather counting windows of d deeper than one keeps (a ring of each)."""
+    depth = planes = 1
+    for od in range(OD if on else 0):
+        depth = max(depth, tab[ed + od] - tab[sd + od])
+    for d in range(D if on else 0):
+        planes = max(planes, tab[hd + d] - tab[ld + d])
+    return depth, planes
+
+
+@numba.njit(inline="always")
 def _planes_as_last_d(tab, ld, hd, d):
     """Whether input plane ``d`` lies in the same output planes as ``d - 1``."""
     return d > 0 and tab[ld + d] == tab[ld + d - 1] and tab[hd + d] == tab[hd + d - 1]
@@ -1373,12 +1386,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     # deepest window's). Overlapping windows of d are counted once too (float32
     # 1x16x64x64x64 -> 7x9x11 took a count_valid pass first)
     fused = skip is not None and cnt.size == 0
-    depth = 1
-    lring = 1
-    for od in range(OD if fused and nblk == 1 else 0):
-        depth = max(depth, tab[ed + od] - tab[sd + od])
-    for dd in range(D if fused and nblk == 1 else 0):
-        lring = max(lring, tab[hd + dd] - tab[ld + dd])
+    depth, lring = _rings(tab, sd, ed, ld, hd, OD, D, fused and nblk == 1)
     od_next = d_next = 0
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
@@ -1841,12 +1849,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # windows deeper than one (bit counts only): each output plane's counted once, at the first
     # slab that needs them, as in _avg_backward_chunk (``lring`` planes of counts kept, the
     # bits of ``depth`` slabs)
-    depth = 1
-    lring = 1
-    for od in range(OD if x_bits else 0):
-        depth = max(depth, tab[ed + od] - tab[sd + od])
-    for dd in range(D if x_bits else 0):
-        lring = max(lring, tab[hd + dd] - tab[ld + dd])
+    depth, lring = _rings(tab, sd, ed, ld, hd, OD, D, x_bits)
     od_next = d_next = 0
     cw = np.empty(lring * OH * OW * LANES if fused else 0, np.int32)
     cwt = np.empty(OH * OW * LANES if depth > 1 else 0, np.int32)
