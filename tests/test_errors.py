@@ -187,14 +187,9 @@ def test_first_bad_index_is_reported():
 
 
 @pytest.mark.parametrize("fresh", [True, False], ids=["result", "out"])
-def test_first_bad_index_among_parallel_chunks_is_reported(monkeypatch, fresh):
+def test_first_bad_index_among_parallel_chunks_is_reported(knobs, fresh):
     """Bad indices in several chunks of the parallel max backward: the first in C order is the
     one reported, whichever chunk finds one first."""
-    from adaptive_pool.cpu import backend
-
-    monkeypatch.setattr(backend, "_SERIAL_WORK", 0)  # chunks on the pool's threads
-    monkeypatch.setattr(backend, "_CHUNKS_PER_THREAD", 32)
-    ap.clear_cache()
     x = np.random.default_rng(3).standard_normal((4, 16, 12, 12)).astype(F32)
     _, idx = ap.adaptive_max_pool2d(x, 3)
     g = np.ones(idx.shape, F32)
@@ -208,7 +203,6 @@ def test_first_bad_index_among_parallel_chunks_is_reported(monkeypatch, fresh):
               contains=[f"[{', '.join(map(str, first))}] = {-3 - bad.index(first)}"])
         if out is not None:
             assert (out == 7.0).all()
-    ap.clear_cache()
 
 
 def test_int32_indices_for_a_huge_plane():

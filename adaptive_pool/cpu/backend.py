@@ -650,8 +650,8 @@ class CpuBackend:
         def base(gf, jf, if_):
             return baseline.max_pool_backward(gf, gg, jf, jg, if_, ig, tab, dims)
 
-        sparse_chunks = self._chunks(planes)
-        sparse = (plane <= _SPARSE_PLANE and plane * sparse_chunks <= _SPARSE_SCRATCH
+        # (each chunk keeps a plane of sums)
+        sparse = (plane <= _SPARSE_PLANE and plane * self._chunks(planes) <= _SPARSE_SCRATCH
                   and od * oh * ow <= _SPARSE_OUTPUTS)
         # dense planes: an element's address is its plane's plus its flat index
         if sparse and _c_order(ig[3:], (d, h, w)):
@@ -664,8 +664,7 @@ class CpuBackend:
             disjoint = _disjoint(tab, dims)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
             write, serial = self._runner(kernels.max_pool_backward_sparse, _touched(dims))
-            cch = 1 if cserial else sparse_chunks
-            nch = 1 if serial else sparse_chunks
+            cch, nch = self._chunks(planes, cserial), self._chunks(planes, serial)
             take, give = _scratch(max(cch, nch), np.int64, like is not None and serial)
 
             def call(check, write, gf, jf, if_):
@@ -697,7 +696,6 @@ class CpuBackend:
             return first
 
         return _bind(call, (check, run), like, base)
-
 
 
 def _samples_as_channels(dims, *geometries):
