@@ -2798,14 +2798,18 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                     for q in range(B * m):
                         put(gi, ib + keys[q], z + gv[q])
                 elif decodes(gi):
-                    if not whole:
+                    if whole:
+                        _scatter_add(sums, 0, keys, gv, B * m, OW > W)
+                    else:
                         for q in range(B * m):
                             sums[np.uint64(keys[q])] = 0
-                    _scatter_add(sums, 0, keys, gv, B * m, OW > W)
-                    if not whole:
+                        # each element's sum stored as it grows, its last store its whole
+                        # sum: the additions and the stores one pass, not two
                         for q in range(B * m):
                             k = keys[q]
-                            put(gi, ib + k, sums[np.uint64(k)])
+                            s = sums[np.uint64(k)] + gv[q]
+                            sums[np.uint64(k)] = s
+                            put(gi, ib + k, s)
                 else:  # the result's own elements are float accumulators
                     _scatter_add(gi, ib, keys, gv, B * m, OW > W)
             if whole:
