@@ -506,7 +506,8 @@ def _add_planes_at(context, builder, adata, q, v, cdata):
                       align=4)
     size = vec.element.get_abi_size(context.target_data)
     aptr = builder.bitcast(builder.gep(adata, [q]), vec.as_pointer())
-    builder.store(builder.fadd(builder.load(aptr, align=size), v), aptr, align=size)
+    add = builder.add if isinstance(vec.element, ir.IntType) else builder.fadd
+    builder.store(add(builder.load(aptr, align=size), v), aptr, align=size)
 
 
 def _plane_starts(builder, data, b, pdata):
@@ -553,6 +554,33 @@ def add_planes(typingctx, a, q, src, o, poff, cnt, skip):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def plane_numbers(typingctx, ok, q, src, o, poff):
+    """``ok[q + l] = 1`` where ``src[o + poff[l]]`` is a number, else 0, for the ``PLANES``
+    planes ``l``: one element of each gathered into one vector, tested and stored by one
+    vector operation each (the scalar loop tested and stored them one by one). ``ok``: int32;
+    ``src``: float32, float64 or 16-bit storage (tested as integers); ``poff``: int64. The
+    caller keeps every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(ok, types.Array) and ok.dtype == types.int32
+            and isinstance(src, types.Array)
+            and src.dtype in (types.float32, types.float64, types.int16, types.uint16)
+            and isinstance(poff, types.Array) and poff.dtype == i64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        odata, sdata, pdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 2, 4))
+        st = signature.args[2].dtype
+        v = _gather_planes(builder, sdata, args[3], pdata, context.get_data_type(st))
+        cvec = ir.VectorType(ir.IntType(32), PLANES)
+        optr = builder.bitcast(builder.gep(odata, [args[1]]), cvec.as_pointer())
+        builder.store(builder.zext(_numbers(builder, v, st), cvec), optr, align=4)
+        return context.get_dummy_value()
+
+    return types.none(ok, i64, src, i64, poff), codegen
 
 
 @intrinsic
@@ -945,14 +973,16 @@ def add_block(typingctx, a, q, src, o, cnt, skip):
     """``a[q + l] += src[o + l]`` for the ``PLANES`` planes ``l`` (one element of each, side
     by side: :func:`interleave_planes`), one vector operation; with ``skip`` not None a NaN
     adds +0.0 instead and ``cnt[q + l]`` (int32) counts the numbers (as :func:`add_planes`).
-    ``a`` and ``src``: float32 or float64, the same dtype. The caller keeps every index inside
-    its array."""
+    ``a`` and ``src``: float32 or float64, the same dtype, or int32 (counts, without
+    ``skip``). The caller keeps every index inside its array."""
     i64 = types.int64
+    skip_on = not isinstance(skip, types.NoneType)
     if not (isinstance(a, types.Array) and isinstance(src, types.Array)
-            and a.dtype == src.dtype and a.dtype in (types.float32, types.float64)
+            and a.dtype == src.dtype
+            and (a.dtype in (types.float32, types.float64)
+                 or (a.dtype == types.int32 and not skip_on))
             and isinstance(cnt, types.Array) and cnt.dtype == types.int32):
         return None
-    skip_on = not isinstance(skip, types.NoneType)
 
     def codegen(context, builder, signature, args):
         adata, sdata, cdata = (_data(context, builder, signature.args[k], args[k])
