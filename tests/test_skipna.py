@@ -107,14 +107,16 @@ def test_avg_skipna_backward_gives_nan_inputs_zero():
      ((2, 9, 150), (5,)), ((1, 9, 8, 12, 12), (2, 2, 3)), ((1, 3, 9, 130), (2, 40)),
      ((2, 9, 8, 6), (4, 3)), ((1, 2, 12, 10), (6, 5)), ((1, 3, 16, 64), (8, 4)),
      ((1, 2, 12, 64), (4, 8)), ((1, 2, 12, 130), (6, 40)), ((1, 9, 4, 6, 70), (2, 3, 7)),
-     ((1, 2, 9, 5, 6), (4, 2, 3)), ((1, 3, 7, 4, 70), (3, 2, 5))],
+     ((1, 2, 9, 5, 6), (4, 2, 3)), ((1, 3, 7, 4, 70), (3, 2, 5)), ((2, 9, 70), (150,))],
 )
 def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dtype, knobs):
     """The CPU average backward's kernels (row blocks of one plane, counted column by
     column or, rows of 128 or more, row by row, or from bit words where rows hold at most
     64 and items all their windows' rows: whole planes, bands of one output row, slabs of
     windows deeper than one, overlapping or not; 8 planes side by side with a partial last
-    block; a window at a time where windows are runs of memory), with
+    block, counted from bit masks, plane by plane or from the 8 planes' validity (rows of
+    more than 64 with more windows than elements, channels-last inputs); a window at a time
+    where windows are runs of memory), with
     skipna, in C order and channels-last, against the reference: shares divide by each
     window's count of numbers and NaN inputs get +0.0 (so a window without numbers, here a
     whole plane, gives nothing). In many chunks: a chunk may begin inside a window of d."""
