@@ -1679,8 +1679,11 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
         if skip is not None:  # each column's numbers over the band, in registers over its rows
             for w in range(W):
                 col[w] = 0
-            for d in range(d0, d1):
-                add_numbers(col, x, xb + d * xd + h0 * xh, W, h1 - h0, xh)
+            if h1 - h0 == 1:  # the band's rows are its slabs: all of them in one pass
+                add_numbers(col, x, xb + d0 * xd + h0 * xh, W, d1 - d0, xd)
+            else:
+                for d in range(d0, d1):
+                    add_numbers(col, x, xb + d * xd + h0 * xh, W, h1 - h0, xh)
             for w in range(W):
                 share[w] = z + share[w] / acc(go, col[w])
         else:
