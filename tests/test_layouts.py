@@ -179,6 +179,27 @@ def test_max_any_input_layout(view, dtype):
     np.testing.assert_array_equal(_bits(xv), _bits(keep))
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape,out", [((2, 3, 4, 3, 5), (1, None, 1)),
+                                       ((2, 3, 4, 3, 1), (1, None, None))])
+def test_max_indices_of_windows_that_are_runs_across_d(shape, out, dtype, skipna):
+    """Windows whole in d and w and one row of h are runs of memory where h lies outside d
+    (a C-order input's never are): each run's maximum must be indexed by its (d, h, w), not by
+    its place in the run. Ties, NaN and -inf decide which element wins."""
+    x = np.floor(rand(shape, F64, seed=7))
+    x[x == -2] = np.nan
+    x[x == 1] = -np.inf
+    x = x.astype(dtype)
+    xv = np.ascontiguousarray(x.transpose(0, 1, 3, 2, 4)).transpose(0, 1, 3, 2, 4)
+    assert np.array_equal(_bits(xv), _bits(x))
+    y, idx = ap.adaptive_max_pool3d(xv, out, skipna=skipna, index_dtype=np.int64)
+    np.testing.assert_array_equal(idx, ref.max_pool(x, out, 3, skipna=skipna)[1])
+    # the value as stored at that index, NaN payloads and all
+    at = np.take_along_axis(x.reshape(2, 3, -1), idx.reshape(2, 3, -1), axis=-1)
+    np.testing.assert_array_equal(_bits(y), _bits(at.reshape(y.shape)))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("batch", [1, 2])
 def test_max_backward_singleton_axis_with_its_own_stride(batch, dtype):

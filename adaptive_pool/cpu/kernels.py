@@ -639,7 +639,7 @@ def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at, cnt, skip):
     plain = skip is None  # (every element a number: the NaN tests fold away)
     # lanes 0, 4, 2, 6 then 1, 5, 3, 7: the last step adds the two halves, so each loop reads 8
     # streams, not 16 (with 16, half their pointers were reloaded from the stack every
-    # iteration: float64 8x512x14x14 -> 5x5 1.5x, float32 32x256x56x56 -> 7x7 1.2x)
+    # iteration: float64 8x512x14x14 -> 5x5 1.2-1.5x, float32 32x256x56x56 -> 7x7 1.1-1.2x)
     for l in range(nc):
         u0, u4, u2, u6 = _load(x, e0 + l), _load(x, e4 + l), _load(x, e2 + l), _load(x, e6 + l)
         t0, t4, t2, t6 = _load(x, f0 + l), _load(x, f4 + l), _load(x, f2 + l), _load(x, f6 + l)
@@ -2313,6 +2313,9 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     y0, yn, yc, yd, yh, yw = yg
     j0, jn, jc, jd, jh, jw = ig
     KD, KH = D // OD, H // OH  # each is the whole axis or one element
+    # a run over whole d (KD > 1) of one row of h each (KH < H: d and h transposed in memory,
+    # as a C-order input's runs never are) steps H * W flat positions a slab, not KH * W
+    gap = (H - KH) * W if KD > 1 else 0
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
@@ -2340,7 +2343,7 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
                 m = KD * KH * (we[ow] - w0)
                 i = w0 + _run_argmax(x, b + w0, m, skip)
                 y[np.uint64(yb + ow * yw)] = x[np.uint64(b + i)]
-                ind[np.uint64(jb + ow * jw)] = p + i
+                ind[np.uint64(jb + ow * jw)] = p + i + (i // (KH * W) * gap if gap else 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
@@ -2775,7 +2778,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     g_copy = not (follow or (g_one and (gc == m or group == 1)))
     keys = np.empty(group * m, np.int32)
     run = np.empty(group * m if j_copy else 0, ind.dtype)
-    gv = scratch(go, group * m)
+    gv = scratch(go, group * m if g_copy or decodes(go) else 0)  # (else read in place)
     # 16-bit planes whose windows overlap add into float sums. With an output per eight
     # elements or more, the group's sums are zeroed, then encoded whole (two vectorised
     # passes) instead of zeroing ``gi`` and encoding each output's element (three scalar
