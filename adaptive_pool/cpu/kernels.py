@@ -639,7 +639,9 @@ def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at, cnt, skip):
     plain = skip is None  # (every element a number: the NaN tests fold away)
     # lanes 0, 4, 2, 6 then 1, 5, 3, 7: the last step adds the two halves, so each loop reads 8
     # streams, not 16 (with 16, half their pointers were reloaded from the stack every
-    # iteration: float64 8x512x14x14 -> 5x5 1.2-1.5x, float32 32x256x56x56 -> 7x7 1.1-1.2x)
+    # iteration: float64 8x512x14x14 -> 5x5 1.2-1.5x, float32 32x256x56x56 -> 7x7 1.1-1.2x);
+    # written out: the halves as one inlined helper returning a lane sum and a count kept the
+    # loops from vectorising (0.15-0.5x)
     for l in range(nc):
         u0, u4, u2, u6 = _load(x, e0 + l), _load(x, e4 + l), _load(x, e2 + l), _load(x, e6 + l)
         t0, t4, t2, t6 = _load(x, f0 + l), _load(x, f4 + l), _load(x, f2 + l), _load(x, f6 + l)
@@ -2778,7 +2780,8 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     g_copy = not (follow or (g_one and (gc == m or group == 1)))
     keys = np.empty(group * m, np.int32)
     run = np.empty(group * m if j_copy else 0, ind.dtype)
-    gv = scratch(go, group * m if g_copy or decodes(go) else 0)  # (else read in place)
+    direct = not (g_copy or decodes(go))  # 32- and 64-bit gradients of a run read in place
+    gv = scratch(go, 0 if direct else group * m)
     # 16-bit planes whose windows overlap add into float sums. With an output per eight
     # elements or more, the group's sums are zeroed, then encoded whole (two vectorised
     # passes) instead of zeroing ``gi`` and encoding each output's element (three scalar
@@ -2822,9 +2825,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                 # the gradients decoded first, in unit-stride loops: a scalar float16 decode
                 # between the additions chained each one to the last (10 cycles an index)
                 # one call site, the group's run or a copied group's rows one at a time (a
-                # loop nest of its own for the copy: 1.2x the compile, 1.05-1.15x as fast);
-                # 32- and 64-bit gradients of a run are read in place
-                direct = not (g_copy or decodes(go))
+                # loop nest of its own for the copy: 1.2x the compile, 1.05-1.15x as fast)
                 if not direct:
                     for r in range(B * OD * OH if g_copy else 1):
                         rb = _group_row(gb, r, gc, gd, gh, OD, OH) if g_copy else gb

@@ -564,9 +564,7 @@ def plane_numbers(typingctx, ok, q, src, o, poff):
     ``src``: float32, float64 or 16-bit storage (tested as integers); ``poff``: int64. The
     caller keeps every index inside its array."""
     i64 = types.int64
-    if not (isinstance(ok, types.Array) and ok.dtype == types.int32
-            and isinstance(src, types.Array)
-            and src.dtype in (types.float32, types.float64, types.int16, types.uint16)
+    if not (isinstance(ok, types.Array) and ok.dtype == types.int32 and _storage(src)
             and isinstance(poff, types.Array) and poff.dtype == i64):
         return None
 
