@@ -352,7 +352,7 @@ class Executor:
             return avg_pool
         if self.op.max:
             launch = be.prepare_max_pool_backward(
-                yg, yg, xg, tab, dims, True, like=(data, idx, data)
+                yg, yg, xg, tab, dims, True, like=(data, idx, data), itemsize=st.itemsize
             )
 
             new_gi = results.allocator(xs, dt)

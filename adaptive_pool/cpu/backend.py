@@ -638,12 +638,15 @@ class CpuBackend:
         jf, jg = flat_geometry(ind)
         if_, ig = flat_geometry(gi)
         return _memoised(memo, ("maxb", gg, jg, ig, go.dtype, ind.dtype, fresh), lambda: (
-            self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh)
+            self.prepare_max_pool_backward(gg, jg, ig, tab, dims, fresh,
+                                           itemsize=go.dtype.itemsize)
         ))(gf, jf, if_)
 
-    def prepare_max_pool_backward(self, gg, jg, ig, tab, dims, fresh=False, like=None):
+    def prepare_max_pool_backward(
+        self, gg, jg, ig, tab, dims, fresh=False, like=None, itemsize=4
+    ):
         """:meth:`max_pool_backward` as ``launch(gf, jf, if_)``, which returns what it does
-        (``like``: see :func:`_bind`)."""
+        (``like``: see :func:`_bind`; ``itemsize``: the result's element size)."""
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
 
@@ -659,7 +662,7 @@ class CpuBackend:
             # planes that follow each other in the result are taken many at a time, their
             # gradients and indices copied plane after plane where they do not follow too
             # (channels-last gradients: 64x512x14x14 -> 5x5 1.2-1.35x against one plane at a time)
-            group = max(1, _SPARSE_GROUP // (m + plane)) if _c_order(ig[2:], (c, d, h, w)) else 1
+            group = _sparse_group(m, plane, itemsize) if _c_order(ig[2:], (c, d, h, w)) else 1
             lo, nn = kernels.window_bounds(tab, dims, group)
             disjoint = _disjoint(tab, dims)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
@@ -799,6 +802,15 @@ def _channels_adjacent(xg, c: int) -> bool:
 #: than its size says (float32 1x32x17x6x4 -> 19x6x4, 28k elements in rows of 4: max 100 us
 #: on the calling thread, 59 on two; average 45 and 26).
 _ROW_WORK = 8
+
+
+def _sparse_group(m: int, plane: int, itemsize: int) -> int:
+    """Planes a work item of the sparse max backward takes at once (see
+    :data:`_SPARSE_GROUP`)."""
+    per = m + plane
+    if itemsize == 2 or per > _SPARSE_GROUP:
+        return max(1, _SPARSE_GROUP // per)
+    return _SPARSE_GROUP_WIDE // per
 
 
 def _touched(dims, row_work: int = _ROW_WORK) -> int:
@@ -1042,6 +1054,13 @@ _SPARSE_SCRATCH = 1 << 24
 #: 1x256x559 -> 11 against 1024). 16384 made 16-bit planes of 1000 elements 1.4-1.6x slower
 #: (a group's float sums no longer fit the L1 cache).
 _SPARSE_GROUP = 1 << 12
+
+#: The same for planes of 32- and 64-bit results under :data:`_SPARSE_GROUP` elements (their
+#: sums are the result's own elements; no float scratch to keep in L1): fewer checks and
+#: loop setups a plane (two threads, A/B: float32 8x128x8x14x14 -> 3x5x5 1.06x, float64
+#: 1.19x; 8x16x35x60 -> 1x9 1.15x and 1.09x; 1x256x559 -> 11 1.05-1.07x; planes of 3136 in
+#: memory, 32x256x56x56 -> 7x7, 0.97x and 1.03x; others 0.98-1.02x).
+_SPARSE_GROUP_WIDE = 1 << 14
 
 #: Elements per plane up to which the sparse max backward takes them (its index check
 #: divides in float32, exact up to 2**22: ``kernels._check_plane``).
