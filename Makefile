@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 # inside it.
 DEMO_KERNELS := avg_pool_backward_lanes,max_pool,max_pool_backward_sparse,avg_pool_lanewise,avg_pool_backward,max_pool_runs
 
-.PHONY: demo test warmup docs bench clean
+.PHONY: demo test warmup docs bench fuzz clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,14 @@ docs: $(VENV)/.installed-test
 # The benchmark's peer is PyTorch, which the test extras install.
 bench: $(VENV)/.installed-test
 	$(PY) -m adaptive_pool bench
+
+# A differential fuzz campaign of the CPU kernels (docs/fuzzing.md): `make fuzz SEED=7 MINUTES=20`.
+SEED    ?= 1
+MINUTES ?= 10
+fuzz: $(VENV)/.installed-test
+	$(PY) -m adaptive_pool warmup
+	ADAPTIVE_POOL_KERNELS=tuned PYTHONPATH=$(CURDIR):$(CURDIR)/tests $(PY) tools/fuzz.py \
+		--seed $(SEED) --minutes $(MINUTES) --out fuzz-$(SEED).txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build
