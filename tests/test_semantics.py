@@ -93,7 +93,8 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU max backward's ways (sparse writes into zeroed planes of its own result or,
     checked whole first, of a dense out=; the checked gather into a strided out= and when plane
-    accumulators exceed their budget) give the same bits, with windows that overlap and
+    accumulators exceed their budget; the sparse one a plane or many planes a work item) give
+    the same bits, with windows that overlap and
     upsample so elements receive several gradients, and disjoint ones (16-bit results
     written straight); the sparse one also with indices whose planes are not one run.
     Gradients of -0.0 give +0.0 (sums start at +0.0)."""
@@ -109,8 +110,17 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
     out_strided = channels_last(np.full(shape, np.nan, dtype))
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out_strided)
+    # chunks of several planes, taken one and two planes a work item
+    per = int(np.prod(shape[2:]) + np.prod(output_size))
+    knobs(_CHUNKS_PER_THREAD=1)
+    grouped = []
+    for planes in (1, 2):
+        knobs(_SPARSE_GROUP=planes * per, _SPARSE_GROUP_WIDE=planes * per)
+        grouped.append(ap.adaptive_max_pool3d_backward(g, x, idx))
     knobs(_SPARSE_SCRATCH=0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)
+    for a in grouped:
+        np.testing.assert_array_equal(bits(sparse), bits(a))
     np.testing.assert_array_equal(bits(sparse), bits(strided))
     np.testing.assert_array_equal(bits(sparse), bits(out))
     np.testing.assert_array_equal(bits(sparse), bits(out_strided))
