@@ -94,9 +94,9 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU max backward's ways (sparse writes into zeroed planes of its own result or,
     checked whole first, of a dense out=; the checked gather into a strided out= and when plane
     accumulators exceed their budget; the sparse one a plane or many planes a work item) give
-    the same bits, with windows that overlap and
-    upsample so elements receive several gradients, and disjoint ones (16-bit results
-    written straight); the sparse one also with indices whose planes are not one run.
+    the same bits, with windows that overlap and upsample so elements receive several
+    gradients, and disjoint ones (16-bit results written straight); the sparse one also with
+    indices whose planes are not one run.
     Gradients of -0.0 give +0.0 (sums start at +0.0)."""
     x = small_ints(shape, dtype, seed=11, high=2)  # many ties: many shared indices
     _, idx = ap.adaptive_max_pool3d(x, output_size)

@@ -40,10 +40,8 @@ import numpy as np  # noqa: E402
 import adaptive_pool as ap  # noqa: E402
 from adaptive_pool.cpu import backend, relayout, results, tiers  # noqa: E402
 
-try:
-    import reference as ref  # tests/reference.py
-except ImportError:  # pragma: no cover
-    ref = None
+import reference as ref  # noqa: E402  (tests/, on the path as the docstring says)
+from support import bits  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
@@ -231,12 +229,6 @@ def _out_axis(rng, i):
     return int(rng.integers(1, i + 1))
 
 
-def resolve(size, sp):
-    if isinstance(size, int):
-        return (size,) * len(sp)
-    return tuple(i if o is None else o for o, i in zip(size, sp))
-
-
 EDGE = [False]
 
 
@@ -287,10 +279,10 @@ def draw_case(seed):
             size = (size,)
     else:
         size = tuple(_out_axis(rng, i) for i in sp)
-    out_sp = resolve(size, sp)
+    out_sp = ref.resolve_output_size(size, sp)
     while n * c * math.prod(out_sp) > 2_000_000:  # upsampling too far
         size = tuple(max(1, o // 2) for o in out_sp)
-        out_sp = resolve(size, sp)
+        out_sp = ref.resolve_output_size(size, sp)
     dtype = _pick(rng, list(DTYPES), [35, 25, 20, 20])
     skipna = bool(rng.random() < 0.5)
     case = dict(
@@ -345,7 +337,7 @@ def draw_edge_case(seed, rng):
     elif r < 0.6:  # large upsampling
         k = int(rng.integers(0, rank))
         sp[k] = int(rng.integers(1, 12))
-        size = list(resolve(out_size_arg(case), case["sp"]))
+        size = list(ref.resolve_output_size(out_size_arg(case), case["sp"]))
         size[k] = int(sp[k] * rng.integers(3, 9) + rng.integers(0, 3))
         case["size"] = [int(v) for v in size]
         case["size_tuple"] = True
@@ -356,7 +348,7 @@ def draw_edge_case(seed, rng):
     while math.prod(case_shape(case)) > 2_000_000:
         k = int(np.argmax(case["sp"]))
         case["sp"][k] = max(1, case["sp"][k] * 2 // 3)
-    osp = resolve(out_size_arg(case), case["sp"])
+    osp = ref.resolve_output_size(out_size_arg(case), case["sp"])
     lead = case_shape(case)[: -rank]
     if isinstance(case["size"], list):
         # None entries keep the input's size; numbers stay what they were
@@ -364,7 +356,7 @@ def draw_edge_case(seed, rng):
     while math.prod(lead) * math.prod(osp) > 2_000_000:
         case["size"] = [max(1, o // 2) for o in osp]
         case["size_tuple"] = True
-        osp = resolve(out_size_arg(case), case["sp"])
+        osp = ref.resolve_output_size(out_size_arg(case), case["sp"])
     if rng.random() < 0.5:
         case["skipna"] = True
         case["nan"] = _pick(rng, ["p10", "p90", "plane", "rows", "all", "negnan"])
@@ -401,7 +393,7 @@ def make_arrays(case):
         bc = int(lrng.integers(0, ndim))
     x, xbuf = build(xv, *xr, broadcast=bc, readonly=case["x_readonly"])
     sp = tuple(case["sp"])
-    osp = resolve(out_size_arg(case), sp)
+    osp = ref.resolve_output_size(out_size_arg(case), sp)
     yshape = shape[: ndim - case["rank"]] + osp
     gvals = case["g_values"]
     gv = make_values(yshape, dt, case["seed"] + 1, "ints" if gvals == "ints" else "uniform",
@@ -692,13 +684,6 @@ def window_max(sp, osp):
 # ---------------------------------------------------------------------------------------------
 
 
-def bits(a):
-    a = np.ascontiguousarray(a)
-    b = a.view(f"u{a.itemsize}").copy()
-    b[np.isnan(a.astype(np.float64))] = np.iinfo(b.dtype).max
-    return b
-
-
 def raw_bits(a):
     a = np.ascontiguousarray(a)
     return a.view(f"u{a.itemsize}")
@@ -926,7 +911,7 @@ def check_case(case, repeat=True, use_ref=True):
                           f"{want[tuple(w)]!r}"))
     # tests/reference.py on small problems
     windows_total = P * int(np.prod(osp)) * window_max(sp, osp)
-    if use_ref and ref is not None and x.size <= 20000 and windows_total <= 40000:
+    if use_ref and x.size <= 20000 and windows_total <= 40000:
         fails += check_reference(case, arrs, tuned, P, sp, osp)
     info = dict(kernels=kern, P=P, osp=list(osp))
     return fails, kern, info
@@ -1217,7 +1202,7 @@ def _elements(case):
 
 def cost(case):
     """How complicated a case is: its elements, then its features (shrinking only goes down)."""
-    osp = resolve(out_size_arg(case), case["sp"])
+    osp = ref.resolve_output_size(out_size_arg(case), case["sp"])
     lead = case_shape(case)[: -case["rank"]]
     elements = math.prod(case_shape(case)) + math.prod(lead) * math.prod(osp)
     features = (sum(case[k] != "C" for k in ("x_layout", "g1_layout", "g2_layout", "i_layout"))
@@ -1266,6 +1251,7 @@ import ml_dtypes
 import adaptive_pool as ap
 from adaptive_pool.cpu import tiers, backend
 import numba
+from support import bits  # tests/support.py
 
 '''
 
@@ -1312,13 +1298,6 @@ _, i0 = mx(x, size, skipna=skipna, index_dtype=idt)
 IND, _ = build(np.asarray(i0).copy(), *{ir!r})
 
 
-def bits(a):
-    a = np.ascontiguousarray(a)
-    b = a.view("u%d" % a.itemsize).copy()
-    b[np.isnan(a.astype(np.float64))] = np.iinfo(b.dtype).max
-    return b
-
-
 t, b = run("tuned"), run("baseline")
 for k in t:
     ta, ba = (bits(t[k]), bits(b[k])) if t[k].dtype.kind != "i" else (t[k], b[k])
@@ -1341,7 +1320,7 @@ def snippet(case, sig):
     xr = layout_recipe(case["x_layout"], ndim, case["batched"], lrng)
     bc = int(lrng.integers(0, ndim)) if case["x_bcast"] else None
     sp = tuple(case["sp"])
-    osp = resolve(out_size_arg(case), sp)
+    osp = ref.resolve_output_size(out_size_arg(case), sp)
     yshape = shape[: ndim - case["rank"]] + osp
     grs = []
     for key in ("g1_layout", "g2_layout"):
@@ -1468,7 +1447,7 @@ def main(argv=None):
             fails, kern, info = check_case(case)
         except Exception as e:  # noqa: BLE001
             fails = [("harness_error", "-", f"{type(e).__name__}: {e}\n{traceback.format_exc()}")]
-            info = dict(kernels={}, osp=list(resolve(out_size_arg(case), case["sp"])))
+            info = dict(kernels={}, osp=list(ref.resolve_output_size(out_size_arg(case), case["sp"])))
         fuzz_time += time.time() - tc
         cov.update(coverage_tags(case, info))
         if fails:
