@@ -102,6 +102,28 @@ def test_float64_planes_read_in_place_or_copied_whole(streamed, knobs):
     np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(x, (3, 5))), want)
 
 
+@pytest.mark.parametrize("shape, osz", [((2, 5, 7, 7), (1, 1)), ((1, 3, 6, 23), (None, 1)),
+                                        ((2, 3, 1, 70), (1, 9))], ids=["global", "rows", "1-D"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_runs_prefetched_as_if_from_memory(dtype, shape, osz, knobs):
+    """The runs kernels prefetch inputs larger than the last-level cache (``_CACHED_INPUT``,
+    forced to 0 here) ahead of their windows: the same bits, forward and NaN-skipping
+    backward, the prefetches never reaching past the input."""
+    x = rand(shape, dtype, seed=9)
+    x[0, 1, :, ::3] = np.nan
+    g = rand(ap.adaptive_avg_pool2d(x, osz).shape, dtype, seed=10)
+    knobs(_FORCE_ORDER="runs")
+    want = [bits(ap.adaptive_avg_pool2d(x, osz, skipna=s)) for s in (False, True)]
+    want_g = bits(ap.adaptive_avg_pool2d_backward(g, x, skipna=True))
+    np.testing.assert_array_equal(want[0], bits(ref.avg_pool_in_order(x, osz, 2)))
+    np.testing.assert_array_equal(want[1], bits(ref.avg_pool_in_order(x, osz, 2, skipna=True)))
+    knobs(_CACHED_INPUT=0)
+    for s in (False, True):
+        np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(x, osz, skipna=s)), want[s])
+    np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d_backward(g, x, skipna=True)),
+                                  want_g)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_every_window_size_1_to_100(dtype, knobs):
     """1-D windows of every size from 1 to 100 elements, in each order that can take them."""

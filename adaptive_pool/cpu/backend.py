@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import threading
 from functools import partial
 from typing import Callable
@@ -894,10 +895,11 @@ def _sized_axes(tab: np.ndarray, dims, axes: int) -> bool:
 
 def _prefetched(dims, itemsize: int) -> bool:
     """Whether the average's runs kernels prefetch the input ahead of its runs: 32- and 64-bit
-    inputs read from memory (more than :data:`_STREAMED_INPUT` bytes) whose windows are short
-    (:data:`_PREFETCHED_RUN`); the hardware's prefetcher follows longer ones."""
+    inputs read from memory (larger than the last-level cache, :data:`_CACHED_INPUT`) whose
+    windows are short (:data:`_PREFETCHED_RUN`); the hardware's prefetcher follows longer
+    ones."""
     n, c, d, h, w, od, oh, ow = dims
-    big = n * c * d * h * w * itemsize > _STREAMED_INPUT
+    big = n * c * d * h * w * itemsize > _CACHED_INPUT
     short = d * h * w * itemsize <= _PREFETCHED_RUN * od * oh * ow
     return itemsize >= 4 and big and short
 
@@ -987,15 +989,36 @@ _WHOLE_FLOAT64_STREAMED = 1 << 15
 _STREAMED_INPUT = 8 << 20
 
 #: Bytes of a run (on average) up to which the average's runs kernels prefetch the input
-#: ahead of its runs where it is read from memory (more than :data:`_STREAMED_INPUT` bytes):
+#: ahead of its runs where it is read from memory (more than :data:`_CACHED_INPUT` bytes):
 #: 2 threads, Zen 3, ms without / with: float32 runs of 64 (64x4096x64 -> 1) 3.13 / 2.53,
 #: 128 2.99 / 2.62, 256 2.2 / 2.2; float64 runs of 32 2.9 / 2.3, 64 2.8 / 2.3, 128 2.5 / 2.5;
-#: 56x56 planes (64x64x56x56 -> 1, 51 MB) 1.43-1.57 / 1.85-1.89. Where the input fits the
-#: cache the prefetches cost 5-15% (float32 64x512x49 -> 1, 6.4 MB, 0.26-0.27 / 0.28-0.29);
-#: 12.8 MB gained or lost 10-25% (float32 16x256x28x28 -> (None, 1) 1.09 / 0.81, float64
-#: 64x512x49 -> 1 0.37-0.41 / 0.40-0.49). 16-bit inputs are never prefetched (bfloat16
-#: 128x2048x7x7 -> 1 2.88 / 2.93, and 1.6x slower at 103 MB).
+#: 56x56 planes (64x64x56x56 -> 1, 51 MB) 1.43-1.57 / 1.85-1.89. 16-bit inputs are never
+#: prefetched (bfloat16 128x2048x7x7 -> 1 2.88 / 2.93, and 1.6x slower at 103 MB).
 _PREFETCHED_RUN = 512
+
+
+def _last_level_cache() -> int:
+    """Bytes of this machine's largest CPU cache (Linux's sysfs), else 32 MiB (the L3 of
+    the machines measured)."""
+    sizes = []
+    for f in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(f) as text:
+                size = text.read().strip().upper()
+            sizes.append(int(size.rstrip("KMG")) << {"K": 10, "M": 20, "G": 30}.get(size[-1], 0))
+        except (OSError, ValueError, IndexError):
+            pass
+    return max(sizes, default=32 << 20)
+
+
+#: Bytes of input up to which the runs kernels take it to be in the cache, where prefetches
+#: only cost: the last-level cache (8 MiB until 2026-12-05). Zen 4 (32 MiB L3), 2 threads, us
+#: without / with: float64 64x512x49 -> 1 (12.8 MB) 88-90 / 108-110 (1.28x in one process),
+#: 9.2 MB 68-71 / 82-83, 24.5 MB 232-350 / 261-539; float32 32x256x28x28 -> (None, 1) (25.7
+#: MB) 1.20x; float32 runs of 128, 9.2-12.2 MB, 77-96 / 99-143; NaN-skipping backwards
+#: 1.00-1.05x. From memory this VM's drift (1.9-3.2 ms for the same float64 128x2048x7x7 -> 1
+#: call) hid any difference, so larger inputs keep their prefetches.
+_CACHED_INPUT = _last_level_cache()
 
 #: Average backward planes (per d) whose sums take at most this many bytes take the lane
 #: kernel (8 planes of them: 28 KiB, within the L1 cache): float32 and 16-bit planes of up to
