@@ -128,6 +128,22 @@ def test_max_backward_checks_every_index_against_its_own_window(rank):
 
 
 @pytest.mark.parametrize("rank", RANKS)
+def test_max_backward_checks_each_axis_of_a_window(rank):
+    """An index one step past its window along one axis only (the others inside it) is bad."""
+    shape = (6, 5, 7)[3 - rank :]
+    x = rand((2, 3) + shape, F32, seed=5)
+    y, idx = fn("max", rank)(x, 3)
+    first = (1, 2) + (0,) * rank  # its window starts at 0 on every axis
+    for axis in range(rank):
+        past = [0] * rank
+        past[axis] = ref.window(0, shape[axis], 3)[1]
+        bad = idx.copy()
+        bad[first] = np.ravel_multi_index(past, shape)
+        with pytest.raises(AdaptivePoolIndexError, match=rf"indices\[1, 2, 0"):
+            fn("max", rank, True)(np.ones_like(y), x, bad)
+
+
+@pytest.mark.parametrize("rank", RANKS)
 def test_ranks_are_singleton_axes_of_one_kernel(rank):
     """A rank-r problem gives the bits of the 3-D operator on the same data with unit axes."""
     shape = (2, 3) + (9, 8, 7)[3 - rank :]

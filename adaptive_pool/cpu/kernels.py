@@ -2657,6 +2657,20 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
             keys[q] = kk + lo[3, q]
             first = min(first, np.int32(m) if ok else np.int32(q))
         return -1 if first == m else np.int64(first)
+    if plane == H * W:  # one d (2-D problems): the row is h, one division
+        for q in range(m):
+            k = src[np.uint64(b + q)]
+            kk = np.int32(min(max(k, zero), top))
+            h = np.int32((np.float32(kk) + half) * rw)
+            w = np.int32(kk - h * W32)
+            ok = (
+                (k == kk)
+                & (np.uint32(h - lo[1, q]) < np.uint32(nn[1, q]))
+                & (np.uint32(w - lo[2, q]) < np.uint32(nn[2, q]))
+            )
+            keys[q] = kk + lo[3, q]
+            first = min(first, np.int32(m) if ok else np.int32(q))
+        return -1 if first == m else np.int64(first)
     for q in range(m):
         k = src[np.uint64(b + q)]
         kk = np.int32(min(max(k, zero), top))
