@@ -2647,7 +2647,6 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
     """
     W32, H32 = np.int32(W), np.int32(H)
     zero, top = np.int32(0), np.int32(plane - 1)  # int32 bounds keep int32 indices int32
-    half = np.float32(0.5)
     first = np.int32(m)
     if plane == W:
         for q in range(m):
@@ -2658,29 +2657,27 @@ def _check_plane(src, b, m, plane, W, H, rw, rh, lo, nn, keys):
             first = min(first, np.int32(m) if ok else np.int32(q))
         return -1 if first == m else np.int64(first)
     if plane == H * W:  # one d (2-D problems): the row is h, one division
-        for q in range(m):
-            k = src[np.uint64(b + q)]
-            kk = np.int32(min(max(k, zero), top))
-            h = np.int32((np.float32(kk) + half) * rw)
-            w = np.int32(kk - h * W32)
-            ok = (
-                (k == kk)
-                & (np.uint32(h - lo[1, q]) < np.uint32(nn[1, q]))
-                & (np.uint32(w - lo[2, q]) < np.uint32(nn[2, q]))
-            )
-            keys[q] = kk + lo[3, q]
-            first = min(first, np.int32(m) if ok else np.int32(q))
-        return -1 if first == m else np.int64(first)
+        return _check_rows(src, b, m, W32, H32, rw, rh, lo, nn, keys, top, False)
+    return _check_rows(src, b, m, W32, H32, rw, rh, lo, nn, keys, top, True)
+
+
+@numba.njit(inline="always")
+def _check_rows(src, b, m, W32, H32, rw, rh, lo, nn, keys, top, deep):
+    """:func:`_check_plane` for planes of several rows: ``r = k // W`` through ``rw``, then
+    where ``deep`` ``(d, h)`` from ``r`` through ``rh`` (a constant at each call: the loop of
+    2-D planes has one division and no d)."""
+    zero, half = np.int32(0), np.float32(0.5)
+    first = np.int32(m)
     for q in range(m):
         k = src[np.uint64(b + q)]
         kk = np.int32(min(max(k, zero), top))
         r = np.int32((np.float32(kk) + half) * rw)
         w = np.int32(kk - r * W32)
-        d = np.int32((np.float32(r) + half) * rh)
+        d = np.int32((np.float32(r) + half) * rh) if deep else zero
         h = np.int32(r - d * H32)
         ok = (
             (k == kk)
-            & (np.uint32(d - lo[0, q]) < np.uint32(nn[0, q]))
+            & (not deep or np.uint32(d - lo[0, q]) < np.uint32(nn[0, q]))
             & (np.uint32(h - lo[1, q]) < np.uint32(nn[1, q]))
             & (np.uint32(w - lo[2, q]) < np.uint32(nn[2, q]))
         )
