@@ -1071,7 +1071,9 @@ def _word_spans(ws, we, W, on):
     :func:`~adaptive_pool.cpu.lanes.count_bits`."""
     nw = (W + 63) // 64 if on else 0
     first = np.zeros(nw + 1, np.int64)
-    for ow in range(ws.size if on else 0):
+    if not on:  # empty views of one array: each allocation is a share of a tiny call
+        return first, first[:0], first[:0]
+    for ow in range(ws.size):
         for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
             first[j + 1] += 1
     for j in range(nw):
@@ -1079,7 +1081,7 @@ def _word_spans(ws, we, W, on):
     span_k = np.empty(first[nw], np.int64)
     span_m = np.empty(first[nw], np.int64)
     at = first[:nw].copy()
-    for ow in range(ws.size if on else 0):
+    for ow in range(ws.size):
         for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
             lo = max(ws[ow], 64 * j) - 64 * j
             n = min(we[ow], 64 * j + 64) - 64 * j - lo
@@ -1406,7 +1408,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     spread = 16 <= W and OW < W and ws.min() >= 0 and we.max() <= W
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
-    lc = np.empty(0, np.int64)
+    lc = spans[0][:0]  # (grown where counts are kept)
     # rows at unit stride, items holding every row of their windows (for ``depth`` slabs):
     # each row's numbers as bit words, the windows counted from the words,
     # and the rows stored where their bits are set (x read once, no counts in memory; float32
