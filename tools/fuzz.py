@@ -574,8 +574,8 @@ def run_mode(mode, case, arrs, repeat):
 
 
 def win_bounds(i, o):
-    k = np.arange(o, dtype=np.int64)
-    return (k * i) // o, -((-(k + 1) * i) // o)
+    """The starts and ends of an axis's windows (the reference's rule) as two arrays."""
+    return np.array(ref.windows(i, o), np.int64).reshape(-1, 2).T
 
 
 def win_matrix(i, o):

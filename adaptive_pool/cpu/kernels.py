@@ -1069,10 +1069,11 @@ def _word_spans(ws, we, W, on):
     bits ``span_m[...]`` of the same entries (no words unless ``on``). A row of at most 64 is
     one word: ``span_m[ow]`` is then window ``ow``'s columns, the masks of
     :func:`~adaptive_pool.cpu.lanes.count_bits`."""
-    nw = (W + 63) // 64 if on else 0
-    first = np.zeros(nw + 1, np.int64)
     if not on:  # empty views of one array: each allocation is a share of a tiny call
+        first = np.zeros(1, np.int64)
         return first, first[:0], first[:0]
+    nw = (W + 63) // 64
+    first = np.zeros(nw + 1, np.int64)
     for ow in range(ws.size):
         for j in range(ws[ow] // 64, (we[ow] + 63) // 64):
             first[j + 1] += 1
@@ -1408,7 +1409,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     spread = 16 <= W and OW < W and ws.min() >= 0 and we.max() <= W
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
-    lc = spans[0][:0]  # (grown where counts are kept)
+    lc = spans[0][:0]  # empty, without an allocation of its own (grown where counts are kept)
     # rows at unit stride, items holding every row of their windows (for ``depth`` slabs):
     # each row's numbers as bit words, the windows counted from the words,
     # and the rows stored where their bits are set (x read once, no counts in memory; float32
