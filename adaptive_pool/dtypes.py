@@ -152,9 +152,9 @@ def bf16_decode(b):
     return _bitcast(np.int32((np.int32(b) & np.int32(0xFFFF)) << np.int32(16)), np.float32)
 
 
-@intrinsic
-def _bf16_round(typingctx, x):
-    """float32 -> bfloat16 bit pattern (int16), round to nearest even; NaN -> quiet NaN.
+def bf16_round_ir(builder, f):
+    """LLVM IR of float32 bits ``f`` (i32) -> bfloat16 bits (i16), round to nearest even; NaN
+    -> quiet NaN (its sign, no payload).
 
     In 32-bit integer instructions: numba widens integer arithmetic to 64 bits, which halved
     the width of the vectorised loops and made this encode 2.4x slower than float16's.
@@ -164,14 +164,20 @@ def _bf16_round(typingctx, x):
     def c(v):
         return ir.Constant(i32, v)
 
+    hi = builder.lshr(f, c(16))
+    nan = builder.or_(builder.and_(hi, c(0x8000)), c(0x7FC0))  # sign, canonical quiet NaN
+    # round to nearest even by biasing before the shift (it wraps only for NaNs)
+    r = builder.lshr(builder.add(builder.add(f, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
+    is_nan = builder.icmp_unsigned(">", builder.and_(f, c(0x7FFFFFFF)), c(0x7F800000))
+    return builder.trunc(builder.select(is_nan, nan, r), ir.IntType(16))
+
+
+@intrinsic
+def _bf16_round(typingctx, x):
+    """float32 -> bfloat16 bit pattern (int16): :func:`bf16_round_ir`."""
+
     def codegen(context, builder, signature, args):
-        f = builder.bitcast(args[0], i32)
-        hi = builder.lshr(f, c(16))
-        nan = builder.or_(builder.and_(hi, c(0x8000)), c(0x7FC0))  # sign, canonical quiet NaN
-        # round to nearest even by biasing before the shift (it wraps only for NaNs)
-        r = builder.lshr(builder.add(builder.add(f, c(0x7FFF)), builder.and_(hi, c(1))), c(16))
-        is_nan = builder.icmp_unsigned(">", builder.and_(f, c(0x7FFFFFFF)), c(0x7F800000))
-        return builder.trunc(builder.select(is_nan, nan, r), ir.IntType(16))
+        return bf16_round_ir(builder, builder.bitcast(args[0], ir.IntType(32)))
 
     return types.int16(types.float32), codegen
 

@@ -117,6 +117,43 @@ def _kernel_f16_encode(values, like):
     return out
 
 
+@numba.njit
+def _kernel_put_all(values, out):
+    for k in range(values.size):
+        access.put(out, k, values[k])
+    return out
+
+
+@numba.njit
+def _kernel_store_rows(values, out):
+    """``values`` stored as rows of 1 to 40 elements (whole vectors and masked tails)."""
+    j, n = 0, 1
+    while j < values.size:
+        r = min(n, values.size - j)
+        access.store_row(out, j, 1, r, values, j)
+        j, n = j + r, n % 40 + 1
+    return out
+
+
+@pytest.mark.parametrize("store", [_kernel_put_all, _kernel_store_rows], ids=["put", "rows"])
+def test_kernel_bf16_stores_match_the_shared_codec(store):
+    """The kernels' bfloat16 stores, scattered and whole rows (``vcvtneps2bf16`` behind a test
+    for subnormals and NaN where the target has AVX-512 BF16): the codec's bits on every
+    rounding boundary, every subnormal's neighbourhood and every 97th float32 pattern."""
+    v = _boundary_values(
+        ALL16, lambda b: b.astype(np.uint16).view(np.int16).view(BF16).astype(np.float32)
+    )
+    subnormal = np.arange(0, 2**23, 7, dtype=np.int64)
+    v = np.concatenate([v, _f32(subnormal), _f32(subnormal | 2**31), _f32(0x7F800000 + subnormal),
+                        (np.arange(0, 2**32, 97, dtype=np.uint64).astype(np.uint32)
+                         .view(np.float32))])
+    got = store(v, np.empty(v.size, np.int16))
+    want = _bf16_encode_all(v)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(v[k:k + 1].view(np.uint32)[0])), hex(int(got[k])),
+                            hex(int(want[k]))) for k in bad[:10]]
+
+
 def _quiet(bits32):
     """float32 patterns with every NaN quiet, as arithmetic on a signalling NaN leaves it."""
     nan = (bits32 & 0x7FFFFFFF) > 0x7F800000

@@ -5,7 +5,9 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 
 * ``dec(a, v)`` / ``enc(a, v)``: a stored element of ``a``'s dtype to its accumulation type and
   back (rounded once);
-* ``get(a, i)`` / ``put(a, i, v)``: the same through element ``i`` of a flat array;
+* ``get(a, i)`` / ``put(a, i, v)``: the same through element ``i`` of a flat array (``put``
+  for scattered stores, where a branch is cheaper than arithmetic; ``enc`` in loops LLVM
+  vectorises);
 * ``load_row`` / ``store_row``: whole rows, vectorised at unit stride;
 * ``acc(a, v)``: a number in ``a``'s accumulation type; ``scratch(a, n)``: ``n`` of them;
 * ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
@@ -38,7 +40,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ..dtypes import _bitcast, bf16_decode, bf16_encode, f16_decode, f16_encode
+from ..dtypes import _bitcast, bf16_decode, bf16_encode, bf16_round_ir, f16_decode, f16_encode
 
 
 def _target() -> tuple[str, str, str]:
@@ -61,6 +63,10 @@ def _x86_feature(name: str) -> bool:
 
 #: float16 conversions by LLVM's ``half`` type (F16C instructions) instead of integer codecs.
 NATIVE_HALF = _x86_feature("f16c")
+
+#: bfloat16 encodes by ``vcvtneps2bf16`` (AVX-512 BF16) for the values it rounds as the integer
+#: codec does: :func:`_bf16_one` (scattered stores) and :func:`_bf16_sixteen` (rows).
+NATIVE_BF16 = _x86_feature("avx512bf16")
 
 #: Masked loads and stores of every element size in hardware (AVX-512BW). Elsewhere LLVM
 #: expands 16-bit ones into a branch per lane and 32/64-bit ones are slow ``vmaskmov``, so
@@ -94,11 +100,67 @@ def _half_encode(typingctx, x):
     return types.uint16(types.float32), codegen
 
 
+class _BFloat(ir.types._BaseFloatType):
+    """LLVM's ``bfloat``, which llvmlite does not name."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+
+_BFloat._create_instance()
+
+
+def _call(builder, name, ty, args):
+    """A call of LLVM function ``name`` returning ``ty``."""
+    fnty = ir.FunctionType(ty, [a.type for a in args])
+    return builder.call(cgutils.get_or_insert_function(builder.module, fnty, name), args)
+
+
+@intrinsic
+def _bf16_one(typingctx, x):
+    """float32 -> bfloat16 bits (int16) as :func:`~adaptive_pool.dtypes.bf16_encode`, a value at
+    a time: ``fptrunc`` to ``bfloat`` (one ``vcvtneps2bf16``) for all but subnormals (which it
+    flushes to zero) and NaN (whose payload it keeps), which take the integer codec behind a
+    branch (one ``vfpclassss`` tests for both). Against the codec's ten integer instructions;
+    in a vectorised loop LLVM would compute both sides, so only scattered stores use it."""
+    i16, i32 = ir.IntType(16), ir.IntType(32)
+
+    def codegen(context, builder, signature, args):
+        (v,) = args
+        # vfpclassss itself (LLVM's own llvm.is.fpclass became seven integer instructions):
+        # qnan 1, snan 0x80, subnormal 0x20
+        f32x4, i8 = ir.VectorType(ir.FloatType(), 4), ir.IntType(8)
+        vec = builder.insert_element(ir.Constant(f32x4, ir.Undefined), v, ir.Constant(i32, 0))
+        flags = _call(builder, "llvm.x86.avx512.mask.fpclass.ss", i8,
+                      [vec, ir.Constant(i32, 0xA1), ir.Constant(i8, 1)])
+        odd = builder.icmp_unsigned("!=", flags, ir.Constant(i8, 0))
+        with builder.if_else(odd, likely=False) as (slow, fast):
+            with slow:
+                by_codec = bf16_round_ir(builder, builder.bitcast(v, i32))
+                from_slow = builder.block
+            with fast:
+                by_cvt = builder.bitcast(builder.fptrunc(v, _BFloat()), i16)
+                from_fast = builder.block
+        bits = builder.phi(i16)
+        bits.add_incoming(by_codec, from_slow)
+        bits.add_incoming(by_cvt, from_fast)
+        return bits
+
+    return types.int16(types.float32), codegen
+
+
 def dec(a, v):  # pragma: no cover - typing stub, implemented by the overload below
     raise NotImplementedError
 
 
 def enc(a, v):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+def enc_one(a, v):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
@@ -150,6 +212,13 @@ def _enc(a, v):
         return lambda a, v: np.float64(v)
 
 
+@overload(enc_one, inline="always")
+def _enc_one(a, v):
+    if a.dtype == types.int16 and NATIVE_BF16:
+        return lambda a, v: _bf16_one(np.float32(v))
+    return lambda a, v: enc(a, v)
+
+
 @numba.njit(inline="always")
 def get(a, i):
     """Element ``i`` of flat array ``a``, decoded to the accumulation type."""
@@ -159,7 +228,7 @@ def get(a, i):
 @numba.njit(inline="always")
 def put(a, i, v):
     """Write ``v`` to element ``i`` of flat array ``a``, encoded (rounded) once."""
-    a[np.uint64(i)] = enc(a, v)
+    a[np.uint64(i)] = enc_one(a, v)
 
 
 @overload(acc, inline="always")
@@ -263,12 +332,79 @@ def load_row(a, base, stride, n, buf):
             buf[j] = dec(a, a[np.uint64(base + j * stride)])
 
 
+@intrinsic
+def _bf16_sixteen(typingctx, a, i, b, j, r):
+    """``a[i:i + r] = b[j:j + r]`` (``r <= 16``) as bfloat16 bits by one ``vcvtneps2bf16``, and
+    True, where none of the float32 is subnormal or NaN (one ``vfpclassps``); else False, and
+    ``a`` untouched (see :func:`_bf16_one`). Masked loads and stores: ``r`` of 16 lanes (a
+    constant 16 folds to plain ones)."""
+    f32x16, i16x16 = ir.VectorType(ir.FloatType(), 16), ir.VectorType(ir.IntType(16), 16)
+    i1x16, i16, i32 = ir.VectorType(ir.IntType(1), 16), ir.IntType(16), ir.IntType(32)
+
+    def codegen(context, builder, signature, args):
+        aa = context.make_array(signature.args[0])(context, builder, args[0])
+        bb = context.make_array(signature.args[2])(context, builder, args[2])
+        r = context.cast(builder, args[4], signature.args[4], types.int32)
+        lanes = builder.sub(builder.shl(ir.Constant(i32, 1), r), ir.Constant(i32, 1))
+        mask = builder.bitcast(builder.trunc(lanes, i16), i1x16)
+        src = builder.bitcast(builder.gep(bb.data, [args[3]]), f32x16.as_pointer())
+        v = _call(builder, "llvm.masked.load.v16f32.p0", f32x16,
+                   [src, ir.Constant(i32, 4), mask, ir.Constant(f32x16, None)])
+        flags = _call(builder, "llvm.x86.avx512.fpclass.ps.512", i1x16,
+                       [v, ir.Constant(i32, 0xA1)])
+        ok = builder.icmp_unsigned("==", builder.bitcast(flags, i16), ir.Constant(i16, 0))
+        with builder.if_then(ok, likely=True):
+            dst = builder.bitcast(builder.gep(aa.data, [args[1]]), i16x16.as_pointer())
+            bits = builder.bitcast(builder.fptrunc(v, ir.VectorType(_BFloat(), 16)), i16x16)
+            _call(builder, "llvm.masked.store.v16i16.p0", ir.VoidType(),
+                   [bits, dst, ir.Constant(i32, 2), mask])
+        return ok
+
+    return types.boolean(a, i, b, j, r), codegen
+
+
+@numba.njit(inline="always")
+def _encode_each(a, base, buf, off, j, r):
+    """``a[base + t] = buf[off + t]`` encoded by the codec, for ``j <= t < j + r``."""
+    for t in range(j, j + r):
+        a[np.uint64(base + t)] = enc(a, buf[np.uint64(off + t)])
+
+
+def _store_run(a, base, n, buf, off):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_store_run, inline="always")
+def _store_run_impl(a, base, n, buf, off):
+    """``a[base + j] = buf[off + j]`` encoded once, for ``j < n``: vectorised by LLVM, or, for
+    bfloat16 on AVX-512 BF16, 16 at a time by :func:`_bf16_sixteen` (4 instructions for 16
+    values against the codec's 12; the tail masked; any 16 with a subnormal or NaN by the
+    codec)."""
+    if a.dtype == types.int16 and buf.dtype == types.float32 and NATIVE_BF16:
+        def blocks(a, base, n, buf, off):
+            whole = n - n % 16
+            for j in range(0, whole, 16):  # (a constant 16: plain moves)
+                if not _bf16_sixteen(a, np.uint64(base + j), buf, np.uint64(off + j), 16):
+                    _encode_each(a, base, buf, off, j, 16)
+            r = n - whole
+            if r > 0 and not _bf16_sixteen(a, np.uint64(base + whole), buf,
+                                           np.uint64(off + whole), r):
+                _encode_each(a, base, buf, off, whole, r)
+
+        return blocks
+
+    def plain(a, base, n, buf, off):
+        for j in range(n):
+            a[np.uint64(base + j)] = enc(a, buf[np.uint64(off + j)])
+
+    return plain
+
+
 @numba.njit(inline="always")
 def store_row(a, base, stride, n, buf, off):
     """``a[base + j * stride] = buf[off + j]`` encoded once, for ``j < n``."""
     if stride == 1:
-        for j in range(n):
-            a[np.uint64(base + j)] = enc(a, buf[np.uint64(off + j)])
+        _store_run(a, base, n, buf, off)
     else:
         for j in range(n):
             a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)])

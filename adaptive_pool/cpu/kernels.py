@@ -1710,8 +1710,7 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
             # 16-bit shares encoded once, not once a row of the band (bfloat16 4x64x8x28x28 ->
             # (1, None, None) 1.9-2.0x, 32x256x28x28 -> (1, None) 1.2-1.8x; the same with skipna,
             # selected by x, slowed (1, None) down 2x: not done)
-            for w in range(W):
-                eshare[w] = enc(gi, share[w])
+            store_row(eshare, 0, 1, W, share, 0)
         for d in range(d0, d1):
             for h in range(h0, h1):
                 b = ib + d * id_ + h * ih_
@@ -1823,8 +1822,7 @@ def _store_lane_rows_impl(gi, ib, ioff, rows, buf, n):
         return lambda gi, ib, ioff, rows, buf, n: store_planes(gi, ib, ioff, rows, 0, n)
 
     def encoded(gi, ib, ioff, rows, buf, n):
-        for k in range(n * LANES):
-            buf[k] = enc(gi, rows[k])
+        store_row(buf, 0, 1, n * LANES, rows, 0)
         store_planes(gi, ib, ioff, buf, 0, n)
 
     return encoded
@@ -2004,8 +2002,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             for h in range(H):
                 row = rows[h * WL :]
                 if decodes(gi):  # encoded in one unit-stride loop: vectorised, 1.4x for bf16
-                    for k in range(WL):
-                        enc_rows[k] = enc(gi, row[k])
+                    store_row(enc_rows, 0, 1, WL, row, 0)
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, enc_rows)
                 else:
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
