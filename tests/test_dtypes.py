@@ -135,6 +135,35 @@ def _kernel_store_rows(values, out):
     return out
 
 
+@numba.njit
+def _kernel_store_numbers(values, x, out):
+    """``values`` stored as rows of 1 to 40 elements, +0.0 where ``x`` is NaN."""
+    j, n = 0, 1
+    while j < values.size:
+        r = min(n, values.size - j)
+        access.store_numbers(out, j, r, values, j, x, j)
+        j, n = j + r, n % 40 + 1
+    return out
+
+
+def test_kernel_bf16_store_numbers_matches_the_shared_codec():
+    """Rows stored with +0.0 where a bfloat16 ``x`` is NaN (the NaN-skipping average backward):
+    the codec's bits of the selected values, whatever the values and NaN patterns."""
+    rng = np.random.default_rng(3)
+    v = _boundary_values(
+        ALL16, lambda b: b.astype(np.uint16).view(np.int16).view(BF16).astype(np.float32)
+    )
+    x = rng.standard_normal(v.size).astype(BF16)
+    x[rng.random(v.size) < 0.05] = np.nan
+    x[: v.size // 3][(np.arange(v.size // 3) // 64) % 3 == 0] = np.nan  # whole blocks NaN
+    x = x.view(np.int16)
+    got = _kernel_store_numbers(v, x, np.empty(v.size, np.int16))
+    want = _bf16_encode_all(np.where(np.isnan(x.view(BF16)), np.float32(0), v))
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(hex(int(v[k:k + 1].view(np.uint32)[0])), hex(int(got[k])),
+                            hex(int(want[k]))) for k in bad[:10]]
+
+
 @pytest.mark.parametrize("store", [_kernel_put_all, _kernel_store_rows], ids=["put", "rows"])
 def test_kernel_bf16_stores_match_the_shared_codec(store):
     """The kernels' bfloat16 stores, scattered and whole rows (``vcvtneps2bf16`` behind a test

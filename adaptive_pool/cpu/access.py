@@ -8,7 +8,8 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 * ``get(a, i)`` / ``put(a, i, v)``: the same through element ``i`` of a flat array (``put``
   for scattered stores, where a branch is cheaper than arithmetic; ``enc`` in loops LLVM
   vectorises);
-* ``load_row`` / ``store_row``: whole rows, vectorised at unit stride;
+* ``load_row`` / ``store_row``: whole rows, vectorised at unit stride (``store_numbers``: +0.0
+  where another array is NaN);
 * ``acc(a, v)``: a number in ``a``'s accumulation type; ``scratch(a, n)``: ``n`` of them;
 * ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
 * ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling);
@@ -333,78 +334,118 @@ def load_row(a, base, stride, n, buf):
 
 
 @intrinsic
-def _bf16_sixteen(typingctx, a, i, b, j, r):
+def _bf16_sixteen(typingctx, a, i, b, j, r, x, k):
     """``a[i:i + r] = b[j:j + r]`` (``r <= 16``) as bfloat16 bits by one ``vcvtneps2bf16``, and
     True, where none of the float32 is subnormal or NaN (one ``vfpclassps``); else False, and
-    ``a`` untouched (see :func:`_bf16_one`). Masked loads and stores: ``r`` of 16 lanes (a
-    constant 16 folds to plain ones)."""
+    ``a`` untouched (see :func:`_bf16_one`). With bfloat16 ``x`` (not None), +0.0 where
+    ``x[k:k + r]`` is NaN. Masked loads and stores: ``r`` of 16 lanes (a constant 16 folds to
+    plain ones)."""
     f32x16, i16x16 = ir.VectorType(ir.FloatType(), 16), ir.VectorType(ir.IntType(16), 16)
     i1x16, i16, i32 = ir.VectorType(ir.IntType(1), 16), ir.IntType(16), ir.IntType(32)
 
+    def lanes(context, builder, aty, arr, at, ty, name, mask):
+        data = context.make_array(aty)(context, builder, arr).data
+        ptr = builder.bitcast(builder.gep(data, [at]), ty.as_pointer())
+        return _call(builder, f"llvm.masked.load.{name}.p0", ty,
+                     [ptr, ir.Constant(i32, aty.dtype.bitwidth // 8), mask,
+                      ir.Constant(ty, None)])
+
     def codegen(context, builder, signature, args):
-        aa = context.make_array(signature.args[0])(context, builder, args[0])
-        bb = context.make_array(signature.args[2])(context, builder, args[2])
         r = context.cast(builder, args[4], signature.args[4], types.int32)
-        lanes = builder.sub(builder.shl(ir.Constant(i32, 1), r), ir.Constant(i32, 1))
-        mask = builder.bitcast(builder.trunc(lanes, i16), i1x16)
-        src = builder.bitcast(builder.gep(bb.data, [args[3]]), f32x16.as_pointer())
-        v = _call(builder, "llvm.masked.load.v16f32.p0", f32x16,
-                   [src, ir.Constant(i32, 4), mask, ir.Constant(f32x16, None)])
+        n_lanes = builder.sub(builder.shl(ir.Constant(i32, 1), r), ir.Constant(i32, 1))
+        mask = builder.bitcast(builder.trunc(n_lanes, i16), i1x16)
+        v = lanes(context, builder, signature.args[2], args[2], args[3], f32x16, "v16f32", mask)
+        if not isinstance(signature.args[5], types.NoneType):
+            xv = lanes(context, builder, signature.args[5], args[5], args[6], i16x16, "v16i16",
+                       mask)
+            magnitude = builder.and_(xv, ir.Constant(i16x16, [0x7FFF] * 16))
+            nan = builder.icmp_unsigned(">", magnitude, ir.Constant(i16x16, [0x7F80] * 16))
+            v = builder.select(nan, ir.Constant(f32x16, None), v)
         flags = _call(builder, "llvm.x86.avx512.fpclass.ps.512", i1x16,
-                       [v, ir.Constant(i32, 0xA1)])
+                      [v, ir.Constant(i32, 0xA1)])
         ok = builder.icmp_unsigned("==", builder.bitcast(flags, i16), ir.Constant(i16, 0))
         with builder.if_then(ok, likely=True):
-            dst = builder.bitcast(builder.gep(aa.data, [args[1]]), i16x16.as_pointer())
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            dst = builder.bitcast(builder.gep(data, [args[1]]), i16x16.as_pointer())
             bits = builder.bitcast(builder.fptrunc(v, ir.VectorType(_BFloat(), 16)), i16x16)
             _call(builder, "llvm.masked.store.v16i16.p0", ir.VoidType(),
-                   [bits, dst, ir.Constant(i32, 2), mask])
+                  [bits, dst, ir.Constant(i32, 2), mask])
         return ok
 
-    return types.boolean(a, i, b, j, r), codegen
+    return types.boolean(a, i, b, j, r, x, k), codegen
+
+
+@numba.njit
+def _number_or(v, s, z):
+    """``s`` where ``v`` is a number, else ``z`` (a function of its own: numba's inliner
+    warned of an out-of-scope variable for the conditional expression inlined in a loop)."""
+    return s if v == v else z
 
 
 @numba.njit(inline="always")
-def _encode_each(a, base, buf, off, j, r):
-    """``a[base + t] = buf[off + t]`` encoded by the codec, for ``j <= t < j + r``."""
+def _encode_numbers(a, base, buf, off, j, r, x, xb):
+    z = acc(a, 0)
     for t in range(j, j + r):
-        a[np.uint64(base + t)] = enc(a, buf[np.uint64(off + t)])
+        v = get(x, xb + t)
+        a[np.uint64(base + t)] = enc(a, _number_or(v, buf[np.uint64(off + t)], z))
 
 
-def _store_run(a, base, n, buf, off):  # pragma: no cover - typing stub
+def _encode_each(a, base, buf, off, j, r, x, xb):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_encode_each, inline="always")
+def _encode_each_impl(a, base, buf, off, j, r, x, xb):
+    """``a[base + t] = buf[off + t]`` encoded by the codec, for ``j <= t < j + r``; +0.0 where
+    ``x[xb + t]`` is NaN (``x`` not None)."""
+    if isinstance(x, types.NoneType):
+        def each(a, base, buf, off, j, r, x, xb):
+            for t in range(j, j + r):
+                a[np.uint64(base + t)] = enc(a, buf[np.uint64(off + t)])
+
+        return each
+    return lambda a, base, buf, off, j, r, x, xb: _encode_numbers(a, base, buf, off, j, r, x, xb)
+
+
+def _store_run(a, base, n, buf, off, x, xb):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_store_run, inline="always")
-def _store_run_impl(a, base, n, buf, off):
-    """``a[base + j] = buf[off + j]`` encoded once, for ``j < n``: vectorised by LLVM, or, for
-    bfloat16 on AVX-512 BF16, 16 at a time by :func:`_bf16_sixteen` (4 instructions for 16
-    values against the codec's 12; the tail masked; any 16 with a subnormal or NaN by the
-    codec)."""
-    if a.dtype == types.int16 and buf.dtype == types.float32 and NATIVE_BF16:
-        def blocks(a, base, n, buf, off):
+def _store_run_impl(a, base, n, buf, off, x, xb):
+    """``a[base + j] = buf[off + j]`` encoded once, for ``j < n`` (+0.0 where ``x[xb + j]`` is
+    NaN, ``x`` not None): vectorised by LLVM, or, for bfloat16 on AVX-512 BF16, 16 at a time by
+    :func:`_bf16_sixteen` (4 instructions for 16 values against the codec's 12; the tail
+    masked; any 16 with a subnormal or NaN by the codec)."""
+    if (a.dtype == types.int16 and buf.dtype == types.float32 and NATIVE_BF16
+            and (isinstance(x, types.NoneType) or x.dtype == types.int16)):
+        def blocks(a, base, n, buf, off, x, xb):
             whole = n - n % 16
             for j in range(0, whole, 16):  # (a constant 16: plain moves)
-                if not _bf16_sixteen(a, np.uint64(base + j), buf, np.uint64(off + j), 16):
-                    _encode_each(a, base, buf, off, j, 16)
+                if not _bf16_sixteen(a, np.uint64(base + j), buf, np.uint64(off + j), 16, x,
+                                     np.uint64(xb + j)):
+                    _encode_each(a, base, buf, off, j, 16, x, xb)
             r = n - whole
             if r > 0 and not _bf16_sixteen(a, np.uint64(base + whole), buf,
-                                           np.uint64(off + whole), r):
-                _encode_each(a, base, buf, off, whole, r)
+                                           np.uint64(off + whole), r, x, np.uint64(xb + whole)):
+                _encode_each(a, base, buf, off, whole, r, x, xb)
 
         return blocks
+    return lambda a, base, n, buf, off, x, xb: _encode_each(a, base, buf, off, 0, n, x, xb)
 
-    def plain(a, base, n, buf, off):
-        for j in range(n):
-            a[np.uint64(base + j)] = enc(a, buf[np.uint64(off + j)])
 
-    return plain
+@numba.njit(inline="always")
+def store_numbers(a, base, n, buf, off, x, xb):
+    """``a[base + j] = buf[off + j]`` encoded once where ``x[xb + j]`` is a number, +0.0 where
+    it is NaN, for ``j < n``."""
+    _store_run(a, base, n, buf, off, x, xb)
 
 
 @numba.njit(inline="always")
 def store_row(a, base, stride, n, buf, off):
     """``a[base + j * stride] = buf[off + j]`` encoded once, for ``j < n``."""
     if stride == 1:
-        _store_run(a, base, n, buf, off)
+        _store_run(a, base, n, buf, off, None, 0)
     else:
         for j in range(n):
             a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)])

@@ -59,6 +59,7 @@ from .access import (
     prefetch_to,
     put,
     scratch,
+    store_numbers,
     store_row,
 )
 from .calls import call
@@ -1252,9 +1253,7 @@ def _store_numbers(a, base, stride, n, buf, off, x, xb, xs):
     21.2-22.3 -> 18.6-20.2 ms, 4x64x16x56x56 -> 4x7x7 8.0-8.6 -> 7.1-7.6, Zen 3)."""
     z = acc(a, 0)
     if stride == 1 and xs == 1:
-        for j in range(n):
-            v = get(x, xb + j)
-            a[np.uint64(base + j)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
+        store_numbers(a, base, n, buf, off, x, xb)
     else:
         for j in range(n):
             v = get(x, xb + j * xs)
