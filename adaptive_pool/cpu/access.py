@@ -66,8 +66,9 @@ def _x86_feature(name: str) -> bool:
 NATIVE_HALF = _x86_feature("f16c")
 
 #: bfloat16 encodes by ``vcvtneps2bf16`` (AVX-512 BF16) for the values it rounds as the integer
-#: codec does: :func:`_bf16_one` (scattered stores) and :func:`_bf16_sixteen` (rows).
-NATIVE_BF16 = _x86_feature("avx512bf16")
+#: codec does: :func:`_bf16_one` (scattered stores) and :func:`_bf16_sixteen` (rows; its
+#: ``vfpclassps`` is AVX-512 DQ, its masked 16-bit moves BW and VL, which every such CPU has).
+NATIVE_BF16 = all(_x86_feature(f) for f in ("avx512bf16", "avx512dq", "avx512bw", "avx512vl"))
 
 #: Masked loads and stores of every element size in hardware (AVX-512BW). Elsewhere LLVM
 #: expands 16-bit ones into a branch per lane and 32/64-bit ones are slow ``vmaskmov``, so
