@@ -141,7 +141,7 @@ def _kernel_store_numbers(values, x, out):
     j, n = 0, 1
     while j < values.size:
         r = min(n, values.size - j)
-        access.store_numbers(out, j, r, values, j, x, j)
+        access.store_numbers(out, j, 1, r, values, j, x, j, 1)
         j, n = j + r, n % 40 + 1
     return out
 

@@ -115,6 +115,11 @@ class _BFloat(ir.types._BaseFloatType):
 _BFloat._create_instance()
 
 
+#: ``vfpclass`` classes that ``vcvtneps2bf16`` rounds unlike the codec: quiet NaN 0x01,
+#: subnormal 0x20, signalling NaN 0x80.
+_ODD_CLASSES = 0xA1
+
+
 def _call(builder, name, ty, args):
     """A call of LLVM function ``name`` returning ``ty``."""
     fnty = ir.FunctionType(ty, [a.type for a in args])
@@ -132,12 +137,11 @@ def _bf16_one(typingctx, x):
 
     def codegen(context, builder, signature, args):
         (v,) = args
-        # vfpclassss itself (LLVM's own llvm.is.fpclass became seven integer instructions):
-        # qnan 1, snan 0x80, subnormal 0x20
+        # vfpclassss itself (LLVM's own llvm.is.fpclass became seven integer instructions)
         f32x4, i8 = ir.VectorType(ir.FloatType(), 4), ir.IntType(8)
         vec = builder.insert_element(ir.Constant(f32x4, ir.Undefined), v, ir.Constant(i32, 0))
         flags = _call(builder, "llvm.x86.avx512.mask.fpclass.ss", i8,
-                      [vec, ir.Constant(i32, 0xA1), ir.Constant(i8, 1)])
+                      [vec, ir.Constant(i32, _ODD_CLASSES), ir.Constant(i8, 1)])
         odd = builder.icmp_unsigned("!=", flags, ir.Constant(i8, 0))
         with builder.if_else(odd, likely=False) as (slow, fast):
             with slow:
@@ -162,7 +166,7 @@ def enc(a, v):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
-def enc_one(a, v):  # pragma: no cover - typing stub
+def _enc_one(a, v):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
@@ -214,8 +218,8 @@ def _enc(a, v):
         return lambda a, v: np.float64(v)
 
 
-@overload(enc_one, inline="always")
-def _enc_one(a, v):
+@overload(_enc_one, inline="always")
+def _enc_one_impl(a, v):
     if a.dtype == types.int16 and NATIVE_BF16:
         return lambda a, v: _bf16_one(np.float32(v))
     return lambda a, v: enc(a, v)
@@ -230,7 +234,7 @@ def get(a, i):
 @numba.njit(inline="always")
 def put(a, i, v):
     """Write ``v`` to element ``i`` of flat array ``a``, encoded (rounded) once."""
-    a[np.uint64(i)] = enc_one(a, v)
+    a[np.uint64(i)] = _enc_one(a, v)
 
 
 @overload(acc, inline="always")
@@ -344,12 +348,14 @@ def _bf16_sixteen(typingctx, a, i, b, j, r, x, k):
     f32x16, i16x16 = ir.VectorType(ir.FloatType(), 16), ir.VectorType(ir.IntType(16), 16)
     i1x16, i16, i32 = ir.VectorType(ir.IntType(1), 16), ir.IntType(16), ir.IntType(32)
 
-    def lanes(context, builder, aty, arr, at, ty, name, mask):
+    def pointer(context, builder, aty, arr, at, ty):
         data = context.make_array(aty)(context, builder, arr).data
-        ptr = builder.bitcast(builder.gep(data, [at]), ty.as_pointer())
+        return builder.bitcast(builder.gep(data, [at]), ty.as_pointer())
+
+    def lanes(context, builder, aty, arr, at, ty, name, mask):
         return _call(builder, f"llvm.masked.load.{name}.p0", ty,
-                     [ptr, ir.Constant(i32, aty.dtype.bitwidth // 8), mask,
-                      ir.Constant(ty, None)])
+                     [pointer(context, builder, aty, arr, at, ty),
+                      ir.Constant(i32, aty.dtype.bitwidth // 8), mask, ir.Constant(ty, None)])
 
     def codegen(context, builder, signature, args):
         r = context.cast(builder, args[4], signature.args[4], types.int32)
@@ -363,11 +369,10 @@ def _bf16_sixteen(typingctx, a, i, b, j, r, x, k):
             nan = builder.icmp_unsigned(">", magnitude, ir.Constant(i16x16, [0x7F80] * 16))
             v = builder.select(nan, ir.Constant(f32x16, None), v)
         flags = _call(builder, "llvm.x86.avx512.fpclass.ps.512", i1x16,
-                      [v, ir.Constant(i32, 0xA1)])
+                      [v, ir.Constant(i32, _ODD_CLASSES)])
         ok = builder.icmp_unsigned("==", builder.bitcast(flags, i16), ir.Constant(i16, 0))
         with builder.if_then(ok, likely=True):
-            data = context.make_array(signature.args[0])(context, builder, args[0]).data
-            dst = builder.bitcast(builder.gep(data, [args[1]]), i16x16.as_pointer())
+            dst = pointer(context, builder, signature.args[0], args[0], args[1], i16x16)
             bits = builder.bitcast(builder.fptrunc(v, ir.VectorType(_BFloat(), 16)), i16x16)
             _call(builder, "llvm.masked.store.v16i16.p0", ir.VoidType(),
                   [bits, dst, ir.Constant(i32, 2), mask])
@@ -436,10 +441,18 @@ def _store_run_impl(a, base, n, buf, off, x, xb):
 
 
 @numba.njit(inline="always")
-def store_numbers(a, base, n, buf, off, x, xb):
-    """``a[base + j] = buf[off + j]`` encoded once where ``x[xb + j]`` is a number, +0.0 where
-    it is NaN, for ``j < n``."""
-    _store_run(a, base, n, buf, off, x, xb)
+def store_numbers(a, base, stride, n, buf, off, x, xb, xs):
+    """``a[base + j * stride] = buf[off + j]`` encoded once where ``x[xb + j * xs]`` is a
+    number, +0.0 where it is NaN, for ``j < n``: one pass, no masked copy of the row first
+    (float32 32x256x56x56 -> 7x7 21.2-22.3 -> 18.6-20.2 ms, 4x64x16x56x56 -> 4x7x7 8.0-8.6 ->
+    7.1-7.6, Zen 3)."""
+    if stride == 1 and xs == 1:
+        _store_run(a, base, n, buf, off, x, xb)
+    else:
+        z = acc(a, 0)
+        for j in range(n):
+            v = get(x, xb + j * xs)
+            a[np.uint64(base + j * stride)] = enc(a, _number_or(v, buf[np.uint64(off + j)], z))
 
 
 @numba.njit(inline="always")

@@ -1246,20 +1246,6 @@ def _sum_part_rows(part, nd, nh, r0, nr, L, row, rowd):
                 row[k] += rowd[k]
 
 
-@numba.njit(inline="always")
-def _store_numbers(a, base, stride, n, buf, off, x, xb, xs):
-    """:func:`~adaptive_pool.cpu.access.store_row` where ``x[xb + j * xs]`` is a number, +0.0
-    where it is NaN: one pass, no masked copy of the row first (float32 32x256x56x56 -> 7x7
-    21.2-22.3 -> 18.6-20.2 ms, 4x64x16x56x56 -> 4x7x7 8.0-8.6 -> 7.1-7.6, Zen 3)."""
-    z = acc(a, 0)
-    if stride == 1 and xs == 1:
-        store_numbers(a, base, n, buf, off, x, xb)
-    else:
-        for j in range(n):
-            v = get(x, xb + j * xs)
-            a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)] if v == v else z)
-
-
 def _store_where(a, b, src, so, words, i, R, n, buf):  # pragma: no cover - typing stub
     raise NotImplementedError
 
@@ -1532,8 +1518,8 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 # (4x64x16x56x56 -> 4x7x7 float32 5.45-5.61 -> 4.16-5.04, bfloat16 3.18-4.75
                 # -> 2.49-2.67; two threads, Zen 4)
                 pf = prefetch_to(x, pf, pb + h * W, end)
-                _store_numbers(gi, b, iw_, W, src, so, x,
-                               x0 + n * xn + c * xc + d * xd + h * xh, xw)
+                store_numbers(gi, b, iw_, W, src, so, x,
+                              x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
 
 
@@ -1714,7 +1700,7 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
             for h in range(h0, h1):
                 b = ib + d * id_ + h * ih_
                 if skip is not None:
-                    _store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
+                    store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
                 elif decodes(gi):
                     for w in range(W):
                         gi[np.uint64(b + w)] = eshare[w]
