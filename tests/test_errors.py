@@ -205,6 +205,33 @@ def test_first_bad_index_among_parallel_chunks_is_reported(knobs, fresh):
             assert (out == 7.0).all()
 
 
+@pytest.mark.parametrize("fresh", [True, False], ids=["result", "out"])
+def test_bad_index_in_a_group_of_long_rows_is_reported(fresh):
+    """Rows of 300 outputs (upsampling), 40 of them a group of the sparse max backward, which
+    checks such rows one at a time: good indices give the reference's gradient, and the first
+    bad index in C order is named wherever it lies in a group, whatever kind of bad it is."""
+    x = np.random.default_rng(4).standard_normal((8, 64, 100)).astype(F32)
+    _, idx = ap.adaptive_max_pool1d(x, 300)
+    g = np.random.default_rng(5).standard_normal(idx.shape).astype(F32)
+    out = None if fresh else np.full(x.shape, 7.0, F32)
+    # float32 sums in ascending output order (np.add.at adds one at a time, in order)
+    want = np.zeros((8 * 64, 100), F32)
+    np.add.at(want, (np.arange(8 * 64)[:, None], idx.reshape(-1, 300)), g.reshape(-1, 300))
+    got = ap.adaptive_max_pool1d_backward(g, x, idx, out=out)
+    np.testing.assert_array_equal(got, want.reshape(x.shape))
+    for at, value in (((5, 41, 299), 0), ((0, 39, 17), 100), ((7, 63, 0), -1),
+                      ((2, 3, 150), idx[2, 3, 160])):
+        wrong = idx.copy()
+        wrong[at] = value
+        wrong[7, 63, 299] = -2  # a later one, not reported
+        if out is not None:
+            out[...] = 7.0
+        check(IndexError, "indices", ap.adaptive_max_pool1d_backward, g, x, wrong, out=out,
+              contains=[f"[{', '.join(map(str, at))}] = {value}"])
+        if out is not None:
+            assert (out == 7.0).all()
+
+
 def test_int32_indices_for_a_huge_plane():
     # A zero-stride view: more than 2**31 - 1 elements per plane, no memory.
     big = np.broadcast_to(np.float32(0), (1, 2, 2**11, 2**10, 2**10))

@@ -219,8 +219,8 @@ def test_the_sparse_max_backward_check_divides_exactly(dhw):
     nn = np.ones((3, ks.size), np.int32)
     keys = np.empty(ks.size, np.int32)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
-    first = kernels._check_plane(ks, 0, ks.size, plane, W, H, rw, rh, lo, nn, keys)
+    first = kernels._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys)
     assert first == -1
     np.testing.assert_array_equal(keys, ks)
     lo[2] += 1  # every window now starts one column to the right of its index
-    assert kernels._check_plane(ks, 0, ks.size, plane, W, H, rw, rh, lo, nn, keys) == 0
+    assert kernels._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys) == 0
