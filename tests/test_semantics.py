@@ -88,6 +88,7 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
         ((1, 2, 3, 4, 5), (5, 6, 7)),
         ((2, 3, 4, 6, 8), (2, 3, 4)),  # disjoint windows
         ((1, 9, 1, 1, 1024), (1, 1, 64)),
+        ((2, 9, 1, 1, 999), (1, 1, 50)),  # rows, elements in two windows at most
     ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
@@ -127,6 +128,32 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     np.testing.assert_array_equal(bits(sparse), bits(gathered))
     if dtype in (F32, F64):  # 16-bit accuracy has its own measure (test_dtypes.py)
         _assert_close_ref(sparse, ref.max_pool3d_backward(g, x.shape, idx), dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("width,size", [(999, 50), (100, 30), (100, 300), (37, 36)])
+def test_max_backward_of_rows_takes_any_indices_inside_their_windows(width, size, dtype, knobs):
+    """Planes of one row, indices anywhere inside their windows (not only the forward's:
+    neighbours that share an element pick it or not at random): the sparse backward, which
+    keeps a 16-bit element's sum in a register while consecutive outputs add to it (rows of
+    no more outputs than elements), gives the checked gather's bits; upsampled rows too."""
+    rng = np.random.default_rng(width + size)
+    wins = ref.windows(width, size)
+    starts = np.array([a for a, _ in wins])
+    lengths = np.array([b - a for a, b in wins])
+    # a third on the window's first element, a third on its last (those neighbours share),
+    # a third anywhere in it
+    anywhere = starts + (rng.random((3, 40, size)) * lengths).astype(np.int64)
+    r = rng.random(anywhere.shape)
+    idx = np.where(r < 1 / 3, starts, np.where(r < 2 / 3, starts + lengths - 1, anywhere))
+    idx = idx.astype(np.int32)
+    x = np.zeros((3, 40, width), dtype)
+    g = rand(idx.shape, dtype, seed=13)
+    g.reshape(-1)[::5] = -0.0
+    sparse = ap.adaptive_max_pool1d_backward(g, x, idx)
+    knobs(_SPARSE_SCRATCH=0)
+    gathered = ap.adaptive_max_pool1d_backward(g, x, idx)
+    np.testing.assert_array_equal(bits(sparse), bits(gathered))
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
