@@ -89,6 +89,7 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
         ((2, 3, 4, 6, 8), (2, 3, 4)),  # disjoint windows
         ((1, 9, 1, 1, 1024), (1, 1, 64)),
         ((2, 9, 1, 1, 999), (1, 1, 50)),  # rows, elements in two windows at most
+        ((2, 9, 1, 1, 9), (2, 3, 5)),  # rows, each output row again along h and d
     ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):

@@ -2837,11 +2837,12 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     # consecutive, and one between two that hold it holds nothing else (window o ends at
     # ceil((o + 1) * W / O), at most one past where o + 1 starts, so o + 1 starts at the
     # element or after it; likewise it ends at most one past where o + 2 starts). So planes of
-    # one row keep each sum in a register, stored once its key changes, where they have no
-    # more outputs than elements (upsampled, each element's store cost more than encoding
+    # one row whose outputs are one row too (outputs repeated along h or d would come back to
+    # the element) keep each sum in a register, stored once its key changes, where they have
+    # no more outputs than elements (upsampled, each element's store cost more than encoding
     # the planes whole: bfloat16 8x64x100 -> 300 0.86x)
     summed = decodes(gi) and not disjoint
-    chain = summed and plane == W and OW <= W
+    chain = summed and plane == W and m == OW <= W
     sums = scratch(go, group * plane if summed and write and not chain else 0)
     whole = summed and not chain and 8 * m >= plane
     found = np.int64(-1)
@@ -2938,10 +2939,9 @@ def max_pool_backward_sparse(
     added in ascending output order: a float32 or float64 result is its own plane of
     accumulators; a 16-bit one adds into ``sums``, planes of float accumulators (zeroed where the
     item's outputs land, or, with an output per eight elements or more, zeroed whole and
-    encoded whole; planes of one row with no more outputs than elements keep each element's
-    sum in a register instead, its outputs being consecutive), so each element's sum starts
-    from +0.0 and
-    takes its gradients in ascending output order: bit for bit the gather's result. Where the
+    encoded whole; planes and outputs of one row, no more outputs than elements, keep each
+    element's sum in a register instead, its outputs being consecutive), so each element's
+    sum starts from +0.0 and takes its gradients in ascending output order: bit for bit the gather's result. Where the
     windows are ``disjoint`` (no element in two of them) an element takes one gradient at most,
     and the result is written straight, ``+0.0 + g`` (rounded once where 16-bit). Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
