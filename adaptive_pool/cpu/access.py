@@ -389,28 +389,29 @@ def _number_or(v, s, z):
 
 
 @numba.njit(inline="always")
-def _encode_numbers(a, base, buf, off, j, r, x, xb):
+def _encode_numbers(a, base, stride, buf, off, j, r, x, xb, xs):
     z = acc(a, 0)
     for t in range(j, j + r):
-        v = get(x, xb + t)
-        a[np.uint64(base + t)] = enc(a, _number_or(v, buf[np.uint64(off + t)], z))
+        v = get(x, xb + t * xs)
+        a[np.uint64(base + t * stride)] = enc(a, _number_or(v, buf[np.uint64(off + t)], z))
 
 
-def _encode_each(a, base, buf, off, j, r, x, xb):  # pragma: no cover - typing stub
+def _encode_each(a, base, stride, buf, off, j, r, x, xb, xs):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_encode_each, inline="always")
-def _encode_each_impl(a, base, buf, off, j, r, x, xb):
-    """``a[base + t] = buf[off + t]`` encoded by the codec, for ``j <= t < j + r``; +0.0 where
-    ``x[xb + t]`` is NaN (``x`` not None)."""
+def _encode_each_impl(a, base, stride, buf, off, j, r, x, xb, xs):
+    """``a[base + t * stride] = buf[off + t]`` encoded by the codec, for ``j <= t < j + r``;
+    +0.0 where ``x[xb + t * xs]`` is NaN (``x`` not None)."""
     if isinstance(x, types.NoneType):
-        def each(a, base, buf, off, j, r, x, xb):
+        def each(a, base, stride, buf, off, j, r, x, xb, xs):
             for t in range(j, j + r):
-                a[np.uint64(base + t)] = enc(a, buf[np.uint64(off + t)])
+                a[np.uint64(base + t * stride)] = enc(a, buf[np.uint64(off + t)])
 
         return each
-    return lambda a, base, buf, off, j, r, x, xb: _encode_numbers(a, base, buf, off, j, r, x, xb)
+    return lambda a, base, stride, buf, off, j, r, x, xb, xs: _encode_numbers(
+        a, base, stride, buf, off, j, r, x, xb, xs)
 
 
 def _store_run(a, base, n, buf, off, x, xb):  # pragma: no cover - typing stub
@@ -430,14 +431,14 @@ def _store_run_impl(a, base, n, buf, off, x, xb):
             for j in range(0, whole, 16):  # (a constant 16: plain moves)
                 if not _bf16_sixteen(a, np.uint64(base + j), buf, np.uint64(off + j), 16, x,
                                      np.uint64(xb + j)):
-                    _encode_each(a, base, buf, off, j, 16, x, xb)
+                    _encode_each(a, base, 1, buf, off, j, 16, x, xb, 1)
             r = n - whole
             if r > 0 and not _bf16_sixteen(a, np.uint64(base + whole), buf,
                                            np.uint64(off + whole), r, x, np.uint64(xb + whole)):
-                _encode_each(a, base, buf, off, whole, r, x, xb)
+                _encode_each(a, base, 1, buf, off, whole, r, x, xb, 1)
 
         return blocks
-    return lambda a, base, n, buf, off, x, xb: _encode_each(a, base, buf, off, 0, n, x, xb)
+    return lambda a, base, n, buf, off, x, xb: _encode_each(a, base, 1, buf, off, 0, n, x, xb, 1)
 
 
 @numba.njit(inline="always")
@@ -449,10 +450,7 @@ def store_numbers(a, base, stride, n, buf, off, x, xb, xs):
     if stride == 1 and xs == 1:
         _store_run(a, base, n, buf, off, x, xb)
     else:
-        z = acc(a, 0)
-        for j in range(n):
-            v = get(x, xb + j * xs)
-            a[np.uint64(base + j * stride)] = enc(a, _number_or(v, buf[np.uint64(off + j)], z))
+        _encode_each(a, base, stride, buf, off, 0, n, x, xb, xs)
 
 
 @numba.njit(inline="always")
@@ -461,8 +459,7 @@ def store_row(a, base, stride, n, buf, off):
     if stride == 1:
         _store_run(a, base, n, buf, off, None, 0)
     else:
-        for j in range(n):
-            a[np.uint64(base + j * stride)] = enc(a, buf[np.uint64(off + j)])
+        _encode_each(a, base, stride, buf, off, 0, n, None, 0, 0)
 
 
 @intrinsic
