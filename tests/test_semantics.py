@@ -90,6 +90,8 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
         ((1, 9, 1, 1, 1024), (1, 1, 64)),
         ((2, 9, 1, 1, 999), (1, 1, 50)),  # rows, elements in two windows at most
         ((2, 9, 1, 1, 9), (2, 3, 5)),  # rows, each output row again along h and d
+        ((2, 9, 2, 10, 12), (1, 1, 1)),  # global: a work item of many planes
+        ((2, 9, 1, 35, 60), (1, 1, 9)),  # few outputs a plane: many planes unless 16-bit
     ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
@@ -112,12 +114,14 @@ def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out)
     out_strided = channels_last(np.full(shape, np.nan, dtype))
     ap.adaptive_max_pool3d_backward(g, x, idx, out=out_strided)
-    # chunks of several planes, taken one and two planes a work item
-    per = int(np.prod(shape[2:]) + np.prod(output_size))
+    # chunks of several planes, taken one, two and all planes a work item
+    m = int(np.prod(output_size))
+    per = int(np.prod(shape[2:])) + m
     knobs(_CHUNKS_PER_THREAD=1)
     grouped = []
-    for planes in (1, 2):
-        knobs(_SPARSE_GROUP=planes * per, _SPARSE_GROUP_WIDE=planes * per)
+    for planes in (1, 2, 64):
+        knobs(_SPARSE_GROUP=planes * per, _SPARSE_GROUP_WIDE=planes * per,
+              _SPARSE_GROUP_OUTPUTS=planes * m)
         grouped.append(ap.adaptive_max_pool3d_backward(g, x, idx))
     knobs(_SPARSE_SCRATCH=0)
     gathered = ap.adaptive_max_pool3d_backward(g, x, idx)

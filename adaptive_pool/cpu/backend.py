@@ -663,9 +663,10 @@ class CpuBackend:
             # planes that follow each other in the result are taken many at a time, their
             # gradients and indices copied plane after plane where they do not follow too
             # (channels-last gradients: 64x512x14x14 -> 5x5 1.2-1.35x against one plane at a time)
-            group = _sparse_group(m, plane, itemsize) if _c_order(ig[2:], (c, d, h, w)) else 1
-            lo, nn = kernels.window_bounds(tab, dims, group)
             disjoint = _disjoint(tab, dims)
+            group = (_sparse_group(m, plane, itemsize, disjoint)
+                     if _c_order(ig[2:], (c, d, h, w)) else 1)
+            lo, nn = kernels.window_bounds(tab, dims, group)
             check, cserial = self._runner(kernels.max_pool_backward_sparse, planes * m)
             write, serial = self._runner(kernels.max_pool_backward_sparse, _touched(dims))
             cch, nch = self._chunks(planes, cserial), self._chunks(planes, serial)
@@ -805,9 +806,14 @@ def _channels_adjacent(xg, c: int) -> bool:
 _ROW_WORK = 8
 
 
-def _sparse_group(m: int, plane: int, itemsize: int) -> int:
+def _sparse_group(m: int, plane: int, itemsize: int, disjoint: bool) -> int:
     """Planes a work item of the sparse max backward takes at once (see
-    :data:`_SPARSE_GROUP`)."""
+    :data:`_SPARSE_GROUP` and :data:`_SPARSE_GROUP_OUTPUTS`)."""
+    if _SPARSE_RATIO * m <= plane:
+        group = _SPARSE_GROUP_OUTPUTS // m
+        if itemsize == 2 and not disjoint:  # and a group's float sums
+            group = min(group, _SPARSE_SUMS // plane)
+        return max(1, group)
     per = m + plane
     if itemsize == 2 or per > _SPARSE_GROUP:
         return max(1, _SPARSE_GROUP // per)
@@ -1084,6 +1090,27 @@ _SPARSE_GROUP = 1 << 12
 #: 1.19x; 8x16x35x60 -> 1x9 1.15x and 1.09x; 1x256x559 -> 11 1.05-1.07x; planes of 3136 in
 #: memory, 32x256x56x56 -> 7x7, 0.97x and 1.03x; others 0.98-1.02x).
 _SPARSE_GROUP_WIDE = 1 << 14
+
+#: Outputs of the planes the sparse max backward takes at once where a plane has at least
+#: :data:`_SPARSE_RATIO` elements an output and no float sums (32- and 64-bit results, and
+#: 16-bit ones of disjoint windows): a work item is then usually the whole chunk, zeroed by
+#: one ``memset`` (glibc's streams one larger than its cache share with non-temporal stores,
+#: no read for ownership) and one index check, the few writes after. Against at most
+#: :data:`_SPARSE_GROUP` elements a group (A/B, 2 threads, Zen 4, same bits): 4x64x8x28x28 ->
+#: 1x1x1 float32 1.10x, float64 1.15-1.18x, float16 1.20-1.23x, bfloat16 1.28x, -> (None, 1,
+#: 1) 1.16-1.27x; 8x64x224x224 -> 6x6 (51 MB) float32 1.68-2.2x, float64 2.3x; 32x256x56x56 ->
+#: 7x7, 2x32x32x32x32 -> 5x5x5, 1x16x64x64x64 -> 7x9x11, 16x64x64x64 -> 9x11 0.97-1.03x.
+_SPARSE_GROUP_OUTPUTS = 1 << 14
+
+#: Elements a plane has for each output, at least, for :data:`_SPARSE_GROUP_OUTPUTS`. With
+#: 64, 32x256x56x56 -> 7x7 (disjoint windows) took float16 groups of 334 planes, 0.72-0.77x
+#: as fast: its 49 writes a plane found their lines gone from the cache.
+_SPARSE_RATIO = 128
+
+#: Float sums of a group of those planes for a 16-bit result of overlapping windows (its sums
+#: are zeroed and read where the outputs land): 8x16x35x60 -> 1x9 float16 1.21-1.27x,
+#: bfloat16 1.21-1.24x.
+_SPARSE_SUMS = 1 << 16
 
 #: Elements per plane up to which the sparse max backward takes them (its index check
 #: divides in float32, exact up to 2**22: ``kernels._check_plane``).
