@@ -265,11 +265,12 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, knobs, mon
 @pytest.mark.parametrize(
     "shape,output_size",
     [((2, 11, 9, 7), (4, 3)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)), ((2, 8, 5, 6), (2, 5)),
-     ((2, 9, 7, 6), (7, 1)), ((2, 9, 3, 70), (2, 4)), ((2, 9, 8, 6), (4, 3))],
+     ((2, 9, 7, 6), (7, 1)), ((2, 9, 3, 70), (2, 4)), ((2, 9, 8, 6), (4, 3)),
+     ((2, 3, 9, 10), (4, 3)), ((1, 2, 12, 12), (5, 5))],  # (few planes, 8 side by side)
 )
 def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU average backward's kernels (row blocks of one plane; 8 planes side by side
-    with a partial last block, gathering each input's shares (one window a column where the
+    with a partial last block, or fewer planes than 8, gathering each input's shares (one window a column where the
     windows tile the rows) or, for long windows, adding each output's share over its window; a
     window at a time where windows are runs of memory: global pooling, whole rows) give the
     same bits, in C order and channels-last."""

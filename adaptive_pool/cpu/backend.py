@@ -452,9 +452,11 @@ class CpuBackend:
     def _lanes(dims, itemsize: int) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (the plane's sums, in float64 for float64 and float32 otherwise, at most
-        :data:`_LANES_PLANE` bytes)."""
+        :data:`_LANES_PLANE` bytes), or of 2 to 7 (:data:`_FEW_LANES_PLANE`)."""
         _, c, _, h, w, _, _, _ = dims
-        return c >= kernels.LANES and h * w * max(itemsize, 4) <= _LANES_PLANE
+        if h * w * max(itemsize, 4) > _LANES_PLANE:
+            return False
+        return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
 
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
@@ -1033,6 +1035,16 @@ _CACHED_INPUT = _last_level_cache()
 #: (row blocks over lanes): float32 and bfloat16 7x7 to 28x28 planes 1.27-2.3, 32x32 0.82-1.0;
 #: float64 7x7 1.47, 14x14 0.84-1.31, 28x28 and 32x32 0.62-0.97.
 _LANES_PLANE = 3584
+
+#: Elements of the planes up to which 2 to 7 of them take the average backward's 8-planes
+#: kernel, its spare lanes computing copies of the last plane: one item for all of them
+#: rather than row blocks of each (A/B, calls on the calling thread, Zen 4, us): 2x3x5x9x10
+#: -> 2x4x3 float32 7.0 -> 4.8, float64 7.2 -> 5.1, bfloat16 7.0 -> 5.4, skipna 11.2 ->
+#: 6.4-7.1; 2x3x9x10 -> 4x3 3.6 -> 3.0 (skipna 7.3 -> 3.7-3.9); 1x3x12x12 -> 5x5 3.6 ->
+#: 3.0; 1x3x14x14 -> 5x5 3.5-3.7 -> 3.2-3.3 (skipna 6.1-7.2 -> 4.0-4.3); two planes,
+#: 1x2x5x9x10 -> 2x4x3 4.7-4.8 -> 3.9-4.0; as fast on 16x16 -> 4x4 and 20x20 -> 3x3, and
+#: slower on 28x28 -> 7x7 (float32 4.6 -> 4.9, bfloat16 4.7 -> 6.4).
+_FEW_LANES_PLANE = 256
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).
