@@ -396,8 +396,9 @@ class CpuBackend:
         # float64 3.9x; 4x16x1024x64 -> 2x16 float32 1.9x, float64 0.85-0.95x; 2x8x32x32x32
         # -> 1x1x8 float32 2.1x, float64 1.4x)
         narrow = c >= kernels.LANES and w < _ROWS_WIDTH * ow
+        few = longest <= _FEW_PLANES_WINDOW or _longest(w, ow) <= _FEW_PLANES_ROW
         lanewise = (
-            (c >= kernels.LANES or (c >= 3 and longest <= _FEW_PLANES_WINDOW))
+            (c >= kernels.LANES or (c >= 3 and few))
             and (d * h * w <= _LANEWISE_WINDOW * od * oh * ow or narrow)
             and (itemsize != 2 or kernels.LANES * band <= _DECODED_BAND)
             and longest < 1 << 31  # int32 counts
@@ -975,6 +976,15 @@ _LANEWISE_WINDOW = 512
 #: ran 1.4-1.7x faster up to 80 (5x9x10 -> 2x4x3 float32 21 -> 12 us, bfloat16 56x56 -> 7x7
 #: 39 -> 28), as fast at 81 (64x64 -> 8x8) and 3.6x slower at 289 (112x112 -> 7x7).
 _FEW_PLANES_WINDOW = 49 if NATIVE_MASKS else 81
+
+#: Larger windows of rows at most this long also take the 8-plane order with 3 to 7 planes:
+#: the direct order pays for each row of a window, 8 planes side by side for its elements
+#: (Zen 4, us, direct / 8 planes: 2x3x5x9x10 -> 2x4x3 float32 6.5 / 4.3, bfloat16 8.2 / 4.4,
+#: float64 7.7 / 5.8-6.7; 1x5x6x12x12 -> 2x4x4 6.9 / 4.7; 1x3x8x8x8 -> 3x3x3 5.0 / 4.6,
+#: bfloat16 6.1 / 4.5; 1x3x12x30x12 -> 2x2x4 11.1 / 8.7, bfloat16 16.9 / 9.2; 1x4x40x12 ->
+#: 3x4 3.9 / 3.4; float64 as fast or 1.07-1.4x). Rows of 7 or 8 stay direct (1x4x64x64 -> 8x8
+#: 8.5 / 9.7, 1x3x32x32 -> 4x4 3.3 / 4.2, 28x28 -> 4x4 3.4 / 3.9).
+_FEW_PLANES_ROW = 5
 
 #: Elements of a window's band up to which the average forward's direct order decodes
 #: 16-bit input before summing it (1.1-1.2x on 56x56 -> 7x7); the lane order always does.
