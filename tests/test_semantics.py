@@ -270,10 +270,10 @@ def test_avg_loop_orders_agree_bit_for_bit(shape, output_size, dtype, knobs, mon
 )
 def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     """The CPU average backward's kernels (row blocks of one plane; 8 planes side by side
-    with a partial last block, or fewer planes than 8, gathering each input's shares (one window a column where the
-    windows tile the rows) or, for long windows, adding each output's share over its window; a
-    window at a time where windows are runs of memory: global pooling, whole rows) give the
-    same bits, in C order and channels-last."""
+    with a partial last block, or fewer planes than 8, gathering each input's shares (one
+    window a column where the windows tile the rows) or, for long windows, adding each output's
+    share over its window; a window at a time where windows are runs of memory: global pooling,
+    whole rows) give the same bits, in C order and channels-last."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     x = rand(shape, dtype, seed=14)

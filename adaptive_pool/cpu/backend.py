@@ -1114,14 +1114,14 @@ _SPARSE_GROUP = 1 << 12
 _SPARSE_GROUP_WIDE = 1 << 14
 
 #: Outputs of the planes the sparse max backward takes at once where a plane has at least
-#: :data:`_SPARSE_RATIO` elements an output and no float sums (32- and 64-bit results, and
-#: 16-bit ones of disjoint windows): a work item is then usually the whole chunk, zeroed by
-#: one ``memset`` (glibc's streams one larger than its cache share with non-temporal stores,
-#: no read for ownership) and one index check, the few writes after. Against at most
+#: :data:`_SPARSE_RATIO` elements an output (16-bit results of overlapping windows: at most
+#: :data:`_SPARSE_SUMS` too): a work item is then usually the whole chunk, zeroed by one
+#: ``memset`` (glibc streams one larger than its share of the cache with non-temporal stores,
+#: no read for ownership) and checked by one call, the few writes after. Against at most
 #: :data:`_SPARSE_GROUP` elements a group (A/B, 2 threads, Zen 4, same bits): 4x64x8x28x28 ->
-#: 1x1x1 float32 1.10x, float64 1.15-1.18x, float16 1.20-1.23x, bfloat16 1.28x, -> (None, 1,
-#: 1) 1.16-1.27x; 8x64x224x224 -> 6x6 (51 MB) float32 1.68-2.2x, float64 2.3x; 32x256x56x56 ->
-#: 7x7, 2x32x32x32x32 -> 5x5x5, 1x16x64x64x64 -> 7x9x11, 16x64x64x64 -> 9x11 0.97-1.03x.
+#: 1x1x1 float32 1.10x, float64 1.15-1.18x, float16 1.22-1.28x, bfloat16 1.28x, -> (None, 1,
+#: 1) 1.16-1.27x; 8x64x224x224 -> 6x6 (51 MB) float32 1.68-2.1x, float64 2.3x; 2x32x32x32x32
+#: -> 5x5x5 1.01-1.08x; 1x16x64x64x64 -> 7x9x11 0.99-1.00x.
 _SPARSE_GROUP_OUTPUTS = 1 << 14
 
 #: Elements a plane has for each output, at least, for :data:`_SPARSE_GROUP_OUTPUTS`. With
