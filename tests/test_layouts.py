@@ -343,3 +343,28 @@ def test_misaligned_input():
     x[...] = rand(x.shape, F32, seed=13)
     assert not x.flags.aligned
     np.testing.assert_array_equal(ap.adaptive_avg_pool2d(x, 3), ap.adaptive_avg_pool2d(x.copy(), 3))
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+@pytest.mark.parametrize("view", ["fortran", "channels-last", "transposed-hw", "sliced",
+                                  "negative", "singletons"])
+def test_flat_geometry_addresses_every_element_without_a_copy(view, readonly):
+    """The CPU kernels' flat view of an operand (``flat_geometry``: memory from the lowest
+    address, offset and strides in elements) holds each element where the geometry says, in
+    the operand's own memory, for dense blocks in another axis order (a transposed view, taken
+    as it is) and other strides (an alias of the span)."""
+    from adaptive_pool.cpu.backend import flat_geometry  # noqa: PLC0415
+
+    base = np.arange(2 * 3 * 8 * 10, dtype=np.float32).reshape(2, 3, 8, 10)
+    if view == "singletons":  # length-1 axes whose strides say nothing (0, negative)
+        a = np.lib.stride_tricks.as_strided(base[1:, 1:2], (1, 1, 8, 10), (0, -4, 40, 4),
+                                            writeable=not readonly)
+    else:
+        a = VIEWS2[view](base.copy())
+        a.flags.writeable = not readonly
+    flat, (offset, *strides) = flat_geometry(a)
+    assert np.shares_memory(flat, a)
+    positions = offset + sum(np.arange(n).reshape((-1,) + (1,) * (a.ndim - 1 - k)) * s
+                             for k, (n, s) in enumerate(zip(a.shape, strides)))
+    np.testing.assert_array_equal(flat[positions], a)
+    assert positions.min() == 0 and positions.max() == flat.size - 1  # the span, no more

