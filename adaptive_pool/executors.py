@@ -13,6 +13,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -288,7 +289,7 @@ class Executor:
         return self.backend.bind_workspace(self.tables_host, workspace, self.workspace_size)
 
     # -- repeated calls ----------------------------------------------------------------------
-    def prepared(self) -> Optional[Callable[..., Any]]:
+    def prepared(self, *layouts: Any) -> Optional[Callable[..., Any]]:
         """:meth:`run` for the common case of a small call, as lean as it gets, or None.
 
         The function takes the operator's inputs (``x``; ``grad_output, x``; ``grad_output,
@@ -297,12 +298,20 @@ class Executor:
         nothing: the caller vouches that the inputs are C-contiguous, aligned, writeable
         NumPy arrays of the plan's shapes and dtypes. None where the backend prepares no
         launches (CUDA) or there is nothing to compute.
+
+        With ``layouts`` (inputs in that order, of the plan's shapes and dtypes), a function
+        for inputs of their strides instead (the caller vouches for those, and that they are
+        aligned and writeable), or None where one of them is not a dense block in some axis
+        order (channels-last, Fortran order, transposed) or the NaN-skipping average backward
+        would read a copy of ``x`` (``copies_x``).
         """
+        if layouts:
+            return self._prepare(layouts)
         if self._prepared is None:
             self._prepared = self._prepare() or False
         return self._prepared or None
 
-    def _prepare(self) -> Optional[Callable[..., Any]]:
+    def _prepare(self, layouts: tuple = ()) -> Optional[Callable[..., Any]]:
         be = self.backend
         if self.empty or not hasattr(be, "prepare_avg_pool"):
             return None
@@ -321,60 +330,74 @@ class Executor:
         else:
             def flat(a):
                 return a.view(st).ravel()
+        # each input's geometry and flat view; other layouts than C order: the geometry of
+        # the input's 5-D view, and ravel("K"), a view of a dense block in any axis order
+        geo = [yg, yg if self.op.max else xg] if self.op.backward else [xg]
+        flats = [flat, np.ndarray.ravel if self.op.max else flat][: len(geo)]
+        for k, a in enumerate(layouts):
+            if a is None or a.flags.c_contiguous:
+                continue
+            if self.op.backward and not self.op.max and k == 1 and not self.skipna:
+                continue  # x is not read
+            g = be.dense_geometry(self._view(a, None if self.op.max and k == 1 else st))
+            if g is None or (k == 1 and self.skipna and be.copies_x(g, dims)):
+                return None  # (a NaN-skipping backward's copy of x: the long way)
+            geo[k], flats[k] = g, _in_memory_order(flats[k])
         # what every call hands its launch: flat arrays of the types the launches are
         # compiled for (the backends' ``like``), of data and of indices
         data = np.empty(0, st)
         idx = np.empty(0, self.index_dtype) if self.op.max else None
         if not self.op.backward and self.op.max:
             launch = be.prepare_max_pool(
-                xg, yg, yg, tab, dims, self.skipna, like=(data, data, idx)
+                geo[0], yg, yg, tab, dims, self.skipna, like=(data, data, idx)
             )
             new_y, new_i = results.allocator(ys, dt), results.allocator(ys, self.index_dtype)
+            flat_x = flats[0]
 
             def max_pool(x):
                 y, i = new_y(), new_i()
-                launch(flat(x), flat(y), i.ravel())
+                launch(flat_x(x), flat(y), i.ravel())
                 return y, i
 
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                xg, yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
+                geo[0], yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
             )
-
             new_y = results.allocator(ys, dt)
+            flat_x = flats[0]
 
             def avg_pool(x):
                 y = new_y()
-                launch(flat(x), flat(y))
+                launch(flat_x(x), flat(y))
                 return y
 
             return avg_pool
+        flat_g = flats[0]
         if self.op.max:
             launch = be.prepare_max_pool_backward(
-                yg, yg, xg, tab, dims, True, like=(data, idx, data), itemsize=st.itemsize
+                geo[0], geo[1], xg, tab, dims, True, like=(data, idx, data), itemsize=st.itemsize
             )
-
             new_gi = results.allocator(xs, dt)
+            flat_i = flats[1]
 
             def max_pool_backward(grad_output, indices):
                 gi = new_gi()
-                bad = launch(flat(grad_output), indices.ravel(), flat(gi))
+                bad = launch(flat_g(grad_output), flat_i(indices), flat(gi))
                 return gi if bad < 0 else None
 
             return max_pool_backward
         # x is read where NaN are skipped only
-        x_flat = flat if self.skipna else _nothing
+        x_flat = flats[1] if self.skipna else _nothing
         launch = be.prepare_avg_pool_backward(
-            yg, xg, tab, dims, xg if self.skipna else None, like=(data, data, x_flat(data)),
-            itemsize=st.itemsize,
+            geo[0], xg, tab, dims, geo[1] if self.skipna else None,
+            like=(data, data, x_flat(data)), itemsize=st.itemsize,
         )
-
         new_gi = results.allocator(xs, dt)
 
         def avg_pool_backward(grad_output, x):
             gi = new_gi()
-            launch(flat(grad_output), flat(gi), x_flat(x))
+            launch(flat_g(grad_output), flat(gi), x_flat(x))
             return gi
 
         return avg_pool_backward
@@ -602,6 +625,16 @@ def remember(memo: tuple, ex: Executor) -> Executor:
     return ex
 
 
+_RAVEL_K = partial(np.ndarray.ravel, order="K")
+
+
+def _in_memory_order(flat: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``flat`` of an array's elements in memory order (a view of a dense block)."""
+    if flat is np.ndarray.ravel:
+        return _RAVEL_K
+    return lambda a: flat(_RAVEL_K(a))
+
+
 def _nothing(a: Any) -> None:
     """What a prepared call hands its launch for an array the launch does not read."""
 
@@ -610,8 +643,9 @@ def _nothing(a: Any) -> None:
 #: of NumPy calls that ran once the long way: a repeated small call costs a few microseconds
 #: instead of tens. The one-call functions keep them for plain arrays (C-contiguous, aligned,
 #: writeable) and fresh results only, so each call that takes one has arguments just like one
-#: that passed every check. (Cleared, never rebound: the one-call functions look calls up in it
-#: directly.)
+#: that passed every check; arrays in other layouts (aligned, writeable, dense in some axis
+#: order) under keys that also hold their strides. (Cleared, never rebound: the one-call
+#: functions look calls up in it directly.)
 _PREPARED: dict[tuple, Callable[..., Any]] = {}
 
 
@@ -636,13 +670,15 @@ def prepared_call(key: tuple) -> Optional[Callable[..., Any]]:
         return None
 
 
-def keep_prepared(key: tuple, ex: Executor) -> None:
-    """Store ``ex``'s prepared call, if it has one, for calls whose arguments are ``key``."""
-    run = ex.prepared()
-    if run is not None:
+def keep_prepared(key: tuple, ex: Executor, *layouts: Any) -> None:
+    """Store ``ex``'s prepared call, if it has one, for calls whose arguments are ``key``
+    (with ``layouts``, the inputs of a call in other layouts: see :meth:`Executor.prepared`;
+    where they have none, False, so that they are not tried again)."""
+    run = ex.prepared(*layouts)
+    if run is not None or layouts:
         if len(_PREPARED) >= _MEMO_SIZE:
             _PREPARED.clear()
-        _PREPARED[key] = run
+        _PREPARED[key] = run or False
 
 
 def clear_cache() -> None:

@@ -280,19 +280,18 @@ def _document(f: Callable, name: str, template: str) -> Callable:
     return f
 
 
-#: NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE
+#: NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE: the arrays prepared calls
+#: (:func:`~adaptive_pool.executors.prepared_call`) read. The one-call functions test their
+#: arrays inline, and of ``x`` only its type where they do not read it (0.07 us of a 2 us call).
 _PLAIN_FLAGS = 0x0001 | 0x0100 | 0x0400
+#: NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE: arrays of other layouts, whose prepared calls are
+#: kept under keys that also hold their strides (``Executor.prepared(*layouts)``)
+_STRIDED_FLAGS = 0x0100 | 0x0400
 
 
 _ND = np.ndarray
 
 
-def _plain(a: Any) -> bool:
-    """Whether ``a`` is a C-contiguous, aligned, writeable ``numpy.ndarray``: the arrays
-    prepared calls (:func:`~adaptive_pool.executors.prepared_call`) read. The backwards test
-    their arrays inline, and of ``x`` only its type where they do not read it (0.07 us of a
-    2 us call)."""
-    return type(a) is _ND and a.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
 
 
 def _avg(name: str) -> Callable:
@@ -304,14 +303,17 @@ def _avg(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
-        fast = (
-            out is None and stream is None and type(skipna) is bool and _plain(x)
-            and (type(output_size) is int or _plain_size(output_size))
-        )
-        if fast:
-            key = (name, x.shape, x.dtype, output_size, skipna)
+        key, given = None, ()
+        if (out is None and stream is None and type(skipna) is bool and type(x) is _ND
+                and (type(output_size) is int or _plain_size(output_size))):
+            flags = x.flags.num
+            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
+                key = (name, x.shape, x.dtype, output_size, skipna)
+            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
+                key, given = (name, x.shape, x.dtype, output_size, skipna, x.strides), (x,)
+        if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
-            if run is not None:
+            if run:
                 try:
                     return run(x)
                 except TypeError:
@@ -321,8 +323,8 @@ def _avg(name: str) -> Callable:
             return layer.run(name, x, output_size, skipna=skipna, out=out, stream=stream)
         ex = forward_executor(name, x, output_size, skipna=skipna, out=out)
         y = ex.run(x, out=out, stream=stream)
-        if fast:
-            keep_prepared(key, ex)
+        if key is not None:
+            keep_prepared(key, ex, *given)
         return y
 
     return _document(pool, name, _AVG_DOC)
@@ -339,14 +341,18 @@ def _max(name: str) -> Callable:
         indices_out: Any = None,
         stream: Any = None,
     ) -> tuple[Any, Any]:
-        fast = (
-            out is None and indices_out is None and stream is None and type(skipna) is bool
-            and _plain(x) and (type(output_size) is int or _plain_size(output_size))
-        )
-        if fast:
-            key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
+        key, given = None, ()
+        if (out is None and indices_out is None and stream is None and type(skipna) is bool
+                and type(x) is _ND and (type(output_size) is int or _plain_size(output_size))):
+            flags = x.flags.num
+            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
+                key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
+            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
+                key = (name, x.shape, x.dtype, output_size, skipna, index_dtype, x.strides)
+                given = (x,)
+        if key is not None:
             run = prepared_call(key)
-            if run is not None:
+            if run:
                 try:
                     return run(x)
                 except TypeError:
@@ -361,8 +367,8 @@ def _max(name: str) -> Callable:
             name, x, output_size, index_dtype, skipna, out=out, indices_out=indices_out
         )
         result = ex.run(x, out=out, indices_out=indices_out, stream=stream)
-        if fast:
-            keep_prepared(key, ex)
+        if key is not None:
+            keep_prepared(key, ex, *given)
         return result
 
     return _document(pool, name, _MAX_DOC)
@@ -372,16 +378,19 @@ def _avg_backward(name: str) -> Callable:
     def backward(
         grad_output: Any, x: Any, *, skipna: bool = False, out: Any = None, stream: Any = None
     ) -> Any:
-        fast = (
-            out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
-            and (skipna is False or skipna is True)
-            and (grad_output.flags.num & (x.flags.num if skipna else -1)) & _PLAIN_FLAGS
-            == _PLAIN_FLAGS
-        )
-        if fast:
-            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
+        key, given = None, ()
+        if (out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
+                and (skipna is False or skipna is True)):
+            flags = grad_output.flags.num & (x.flags.num if skipna else -1)
+            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
+                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
+            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
+                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna,
+                       grad_output.strides, x.strides)
+                given = (grad_output, x)
+        if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
-            if run is not None:
+            if run:
                 try:
                     return run(grad_output, x)
                 except TypeError:
@@ -391,8 +400,8 @@ def _avg_backward(name: str) -> Callable:
             return layer.run(name, grad_output, x, skipna=skipna, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, skipna=skipna, out=out)
         gi = ex.run(x, grad_output=grad_output, out=out, stream=stream)
-        if fast:
-            keep_prepared(key, ex)
+        if key is not None:
+            keep_prepared(key, ex, *given)
         return gi
 
     return _document(backward, name, _AVG_BACKWARD_DOC)
@@ -408,17 +417,21 @@ def _max_backward(name: str) -> Callable:
         out: Any = None,
         stream: Any = None,
     ) -> Any:
-        fast = (
-            out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
-            and type(indices) is _ND and (skipna is False or skipna is True)
-            and grad_output.flags.num & indices.flags.num & _PLAIN_FLAGS == _PLAIN_FLAGS
-        )
-        if fast:
-            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
-                   indices.dtype, skipna)
+        key, given = None, ()
+        if (out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
+                and type(indices) is _ND and (skipna is False or skipna is True)):
+            flags = grad_output.flags.num & indices.flags.num
+            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
+                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype,
+                       indices.shape, indices.dtype, skipna)
+            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
+                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype,
+                       indices.shape, indices.dtype, skipna, grad_output.strides, indices.strides)
+                given = (grad_output, indices)
+        if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
             try:
-                gi = None if run is None else run(grad_output, indices)
+                gi = run(grad_output, indices) if run else None
             except TypeError:
                 storage_refused()
                 gi = None
@@ -429,8 +442,8 @@ def _max_backward(name: str) -> Callable:
             return layer.run(name, grad_output, x, indices, skipna=skipna, out=out, stream=stream)
         ex = backward_executor(name, grad_output, x, indices, skipna, out=out)
         gi = ex.run(x, grad_output=grad_output, indices=indices, out=out, stream=stream)
-        if fast:
-            keep_prepared(key, ex)
+        if key is not None:
+            keep_prepared(key, ex, *given)
         return gi
 
     return _document(backward, name, _MAX_BACKWARD_DOC)

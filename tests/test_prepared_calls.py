@@ -22,7 +22,7 @@ from adaptive_pool.errors import (
     AdaptivePoolTypeError,
     AdaptivePoolValueError,
 )
-from support import ALL_DTYPES, DTYPE_IDS, bits, rand, tol
+from support import ALL_DTYPES, DTYPE_IDS, bits, channels_last, rand, tol
 
 CASES = [
     (1, (2, 3, 10), 4),
@@ -171,7 +171,7 @@ def test_an_index_outside_its_window_still_raises(rank, shape, size):
         mx_b(g, x, bad)
 
 
-def test_other_layouts_and_kinds_take_the_long_path():
+def test_other_kinds_take_the_long_path():
     x = rand((2, 3, 8, 8), np.float32)
     want = ap.adaptive_avg_pool2d(x, 3)
     ap.adaptive_avg_pool2d(x, 3)
@@ -179,6 +179,43 @@ def test_other_layouts_and_kinds_take_the_long_path():
         np.testing.assert_array_equal(bits(ap.adaptive_avg_pool2d(other, 3)), bits(want))
     wrong = rand((2, 3, 8, 8), np.float64)  # same shape, another dtype: another plan
     assert ap.adaptive_avg_pool2d(wrong, 3).dtype == np.float64
+
+
+_OTHER_LAYOUTS = {  # (a layout, whether it is a dense block: a prepared call of its own)
+    "fortran": (np.asfortranarray, True),
+    "channels-last": (channels_last, True),
+    "sliced": (lambda a: np.repeat(a, 2, axis=-1)[..., ::2], False),
+}
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("layout", list(_OTHER_LAYOUTS))
+@pytest.mark.parametrize("rank, shape, size", CASES)
+def test_other_layouts_take_prepared_calls_of_their_own(rank, shape, size, layout, dtype,
+                                                         skipna):
+    """Operands that are dense blocks in another axis order (Fortran order, channels-last)
+    leave prepared calls under keys that also hold their strides, which later calls in that
+    layout take, with the bits of C-order operands; other strided views leave none (False)
+    and keep the long path."""
+    avg, mx, avg_b, mx_b = _ops(rank)
+    lay, dense = _OTHER_LAYOUTS[layout]
+    x = rand(shape, dtype)
+    if skipna:
+        x.reshape(-1)[::5] = np.nan
+    y, i = mx(x, size, skipna=skipna)
+    g = rand(y.shape, dtype, seed=3)
+    want = [avg(x, size, skipna=skipna), y, i, avg_b(g, x, skipna=skipna), mx_b(g, x, i)]
+    xl, gl, il = lay(x), lay(g), lay(i)
+    ap.clear_cache()
+    for _ in range(2):  # the long path, then the prepared calls
+        got = [avg(xl, size, skipna=skipna), *mx(xl, size, skipna=skipna),
+               avg_b(gl, xl, skipna=skipna), mx_b(gl, xl, il)]
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(bits(a), bits(b))
+        assert all(b.flags.c_contiguous for b in got)
+    kept = list(executors._PREPARED.values())
+    assert len(kept) == 4 and all(bool(run) is dense for run in kept)
 
 
 def _layouts(a):

@@ -46,13 +46,9 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     if a.flags.c_contiguous and a.flags.writeable:
         # the common case, without the alias's array-interface round trip (14 us a call)
         return a.reshape(-1), (0, *[s // item for s in a.strides])
-    strides = a.strides
-    if a.flags.writeable and all(s > 0 or n == 1 for s, n in zip(strides, a.shape)):
-        # a dense block in another axis order (channels-last): C-contiguous once its axes
-        # are sorted by stride, a flat view then (1.1 us against the alias's 4.9)
-        dense = a.transpose(sorted(range(a.ndim), key=strides.__getitem__, reverse=True))
-        if dense.flags.c_contiguous:
-            return dense.reshape(-1), (0, *[s // item for s in strides])
+    dense = _in_memory_order(a)
+    if dense is not None:  # (1.1 us against the alias's 4.9)
+        return dense.reshape(-1), (0, *[s // item for s in a.strides])
     if any(s % item for s in a.strides):
         a = np.ascontiguousarray(a)  # strides that are not whole elements: rare, copy
     strides = tuple(s // item for s in a.strides)
@@ -61,6 +57,16 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     address = a.__array_interface__["data"][0] + low * item
     flat = np.asarray(_Alias(a, address, high - low + 1))
     return flat, (-low,) + strides
+
+
+def _in_memory_order(a: np.ndarray) -> np.ndarray | None:
+    """``a`` with its axes sorted by stride, where that view is C-contiguous and writeable (a
+    dense block in another axis order: channels-last, Fortran, transposed), else None."""
+    strides = a.strides
+    if not (a.flags.writeable and all(s > 0 or n == 1 for s, n in zip(strides, a.shape))):
+        return None
+    dense = a.transpose(sorted(range(a.ndim), key=strides.__getitem__, reverse=True))
+    return dense if dense.flags.c_contiguous else None
 
 
 #: Index expressions inserting the singleton spatial axes of a 1-D or 2-D problem.
@@ -197,6 +203,21 @@ class CpuBackend:
         if not batched:
             a = a[np.newaxis]
         return a[_SINGLETONS[spatial]] if spatial < 3 else a
+
+    @staticmethod
+    def copies_x(xg, dims) -> bool:
+        """Whether the NaN-skipping average backward reads a copy of ``x`` (geometry ``xg``)
+        in C order: channels-last planes of :data:`_RELAYOUT_PLANE` positions or more, which
+        read per plane would touch one element a cache line at a time."""
+        return _channels_adjacent(xg, dims[1]) and np.prod(dims[2:5]) >= _RELAYOUT_PLANE
+
+    def dense_geometry(self, a: np.ndarray) -> tuple[int, ...] | None:
+        """``(0, *strides)`` in elements of a writeable array whose elements fill the memory
+        from its first one in some axis order (``a.ravel("K")`` is then a view of it in
+        memory order), else None."""
+        if not (a.flags.c_contiguous and a.flags.writeable) and _in_memory_order(a) is None:
+            return None
+        return (0, *[s // a.itemsize for s in a.strides])
 
     def self_overlapping(self, a: np.ndarray) -> bool:
         """Whether two elements of ``a`` may share memory (conservative: sorted-stride test)."""
@@ -447,8 +468,7 @@ class CpuBackend:
         gf, gg = flat_geometry(go)
         if_, ig = flat_geometry(gi)
         xf, xg = flat_geometry(x) if skipna else (None, None)
-        if skipna and _channels_adjacent(xg, dims[1]) and np.prod(dims[2:5]) >= _RELAYOUT_PLANE:
-            # read per plane, a channels-last x touches one element a cache line at a time
+        if skipna and self.copies_x(xg, dims):
             c_order = results.empty(x.shape, x.dtype)  # (a large one: a cached block)
             relayout.channels_first(xf, xg, c_order.reshape(-1), dims)
             xf, xg = flat_geometry(c_order)
