@@ -342,7 +342,7 @@ class Executor:
             g = be.dense_geometry(self._view(a, None if self.op.max and k == 1 else st))
             if g is None or (k == 1 and self.skipna and be.copies_x(g, dims)):
                 return None  # (a NaN-skipping backward's copy of x: the long way)
-            geo[k], flats[k] = g, _in_memory_order(flats[k])
+            geo[k], flats[k] = g, _flat_in_memory_order(flats[k])
         # what every call hands its launch: flat arrays of the types the launches are
         # compiled for (the backends' ``like``), of data and of indices
         data = np.empty(0, st)
@@ -628,7 +628,7 @@ def remember(memo: tuple, ex: Executor) -> Executor:
 _RAVEL_K = partial(np.ndarray.ravel, order="K")
 
 
-def _in_memory_order(flat: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _flat_in_memory_order(flat: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``flat`` of an array's elements in memory order (a view of a dense block)."""
     if flat is np.ndarray.ravel:
         return _RAVEL_K
@@ -646,7 +646,7 @@ def _nothing(a: Any) -> None:
 #: that passed every check; arrays in other layouts (aligned, writeable, dense in some axis
 #: order) under keys that also hold their strides. (Cleared, never rebound: the one-call
 #: functions look calls up in it directly.)
-_PREPARED: dict[tuple, Callable[..., Any]] = {}
+_PREPARED: dict[tuple, Any] = {}
 
 
 #: Whether prepared calls hand 16-bit arrays to compiled code as they are (see
@@ -662,8 +662,9 @@ def storage_refused() -> None:
     clear_cache()  # executors keep their prepared calls
 
 
-def prepared_call(key: tuple) -> Optional[Callable[..., Any]]:
-    """The prepared call :func:`keep_prepared` stored for ``key``, or None."""
+def prepared_call(key: tuple) -> Any:
+    """The prepared call :func:`keep_prepared` stored for ``key``, or something false (None:
+    none stored; False: the call's layouts have none)."""
     try:
         return _PREPARED.get(key)
     except TypeError:  # an unhashable argument: the checks will say what is wrong with it

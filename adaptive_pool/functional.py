@@ -292,8 +292,6 @@ _STRIDED_FLAGS = 0x0100 | 0x0400
 _ND = np.ndarray
 
 
-
-
 def _avg(name: str) -> Callable:
     def pool(
         x: Any,
