@@ -335,7 +335,7 @@ class Executor:
         geo = [yg, yg if self.op.max else xg] if self.op.backward else [xg]
         flats = [flat, np.ndarray.ravel if self.op.max else flat][: len(geo)]
         for k, a in enumerate(layouts):
-            if a is None or a.flags.c_contiguous:
+            if a.flags.c_contiguous:
                 continue
             if self.op.backward and not self.op.max and k == 1 and not self.skipna:
                 continue  # x is not read

@@ -43,12 +43,10 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     item = a.itemsize
     if a.size == 0:
         return np.empty(0, a.dtype), (0,) * (a.ndim + 1)
-    if a.flags.c_contiguous and a.flags.writeable:
-        # the common case, without the alias's array-interface round trip (14 us a call)
-        return a.reshape(-1), (0, *[s // item for s in a.strides])
-    dense = _in_memory_order(a)
-    if dense is not None:  # (1.1 us against the alias's 4.9)
-        return dense.reshape(-1), (0, *[s // item for s in a.strides])
+    geometry = dense_geometry(a)
+    if geometry is not None:
+        # the common case, without the alias's array-interface round trip (4.9 us)
+        return a.ravel("K"), geometry
     if any(s % item for s in a.strides):
         a = np.ascontiguousarray(a)  # strides that are not whole elements: rare, copy
     strides = tuple(s // item for s in a.strides)
@@ -59,14 +57,21 @@ def flat_geometry(a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
     return flat, (-low,) + strides
 
 
-def _in_memory_order(a: np.ndarray) -> np.ndarray | None:
-    """``a`` with its axes sorted by stride, where that view is C-contiguous and writeable (a
-    dense block in another axis order: channels-last, Fortran, transposed), else None."""
+def dense_geometry(a: np.ndarray) -> tuple[int, ...] | None:
+    """``(0, *strides)`` in elements of a writeable array whose elements fill the memory from
+    its first one in some axis order (C order, or another: channels-last, Fortran, transposed;
+    ``a.ravel("K")`` is then a view of it in memory order), else None."""
     strides = a.strides
-    if not (a.flags.writeable and all(s > 0 or n == 1 for s, n in zip(strides, a.shape))):
+    if not a.flags.writeable:
         return None
-    dense = a.transpose(sorted(range(a.ndim), key=strides.__getitem__, reverse=True))
-    return dense if dense.flags.c_contiguous else None
+    if not a.flags.c_contiguous:
+        if not all(s > 0 or n == 1 for s, n in zip(strides, a.shape)):
+            return None
+        # C-contiguous once its axes are sorted by stride (1.1 us)
+        order = sorted(range(a.ndim), key=strides.__getitem__, reverse=True)
+        if not a.transpose(order).flags.c_contiguous:
+            return None
+    return (0, *[s // a.itemsize for s in strides])
 
 
 #: Index expressions inserting the singleton spatial axes of a 1-D or 2-D problem.
@@ -211,13 +216,7 @@ class CpuBackend:
         read per plane would touch one element a cache line at a time."""
         return _channels_adjacent(xg, dims[1]) and np.prod(dims[2:5]) >= _RELAYOUT_PLANE
 
-    def dense_geometry(self, a: np.ndarray) -> tuple[int, ...] | None:
-        """``(0, *strides)`` in elements of a writeable array whose elements fill the memory
-        from its first one in some axis order (``a.ravel("K")`` is then a view of it in
-        memory order), else None."""
-        if not (a.flags.c_contiguous and a.flags.writeable) and _in_memory_order(a) is None:
-            return None
-        return (0, *[s // a.itemsize for s in a.strides])
+    dense_geometry = staticmethod(dense_geometry)
 
     def self_overlapping(self, a: np.ndarray) -> bool:
         """Whether two elements of ``a`` may share memory (conservative: sorted-stride test)."""
