@@ -292,6 +292,15 @@ _STRIDED_FLAGS = 0x0100 | 0x0400
 _ND = np.ndarray
 
 
+def _other_layout(key: tuple, flags: int, *arrays: Any) -> tuple[tuple | None, tuple]:
+    """``(key, arrays)`` of a call whose arrays are not all plain (``flags``: theirs ANDed):
+    ``key`` with the arrays' strides where they are aligned and writeable (a prepared call of
+    their layout, or False, is kept under it), else ``(None, ())``: the long way."""
+    if flags & _STRIDED_FLAGS != _STRIDED_FLAGS:
+        return None, ()
+    return key + tuple(a.strides for a in arrays), arrays
+
+
 def _avg(name: str) -> Callable:
     def pool(
         x: Any,
@@ -305,10 +314,9 @@ def _avg(name: str) -> Callable:
         if (out is None and stream is None and type(skipna) is bool and type(x) is _ND
                 and (type(output_size) is int or _plain_size(output_size))):
             flags = x.flags.num
-            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
-                key = (name, x.shape, x.dtype, output_size, skipna)
-            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
-                key, given = (name, x.shape, x.dtype, output_size, skipna, x.strides), (x,)
+            key = (name, x.shape, x.dtype, output_size, skipna)
+            if flags & _PLAIN_FLAGS != _PLAIN_FLAGS:
+                key, given = _other_layout(key, flags, x)
         if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
             if run:
@@ -343,11 +351,9 @@ def _max(name: str) -> Callable:
         if (out is None and indices_out is None and stream is None and type(skipna) is bool
                 and type(x) is _ND and (type(output_size) is int or _plain_size(output_size))):
             flags = x.flags.num
-            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
-                key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
-            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
-                key = (name, x.shape, x.dtype, output_size, skipna, index_dtype, x.strides)
-                given = (x,)
+            key = (name, x.shape, x.dtype, output_size, skipna, index_dtype)
+            if flags & _PLAIN_FLAGS != _PLAIN_FLAGS:
+                key, given = _other_layout(key, flags, x)
         if key is not None:
             run = prepared_call(key)
             if run:
@@ -380,12 +386,9 @@ def _avg_backward(name: str) -> Callable:
         if (out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
                 and (skipna is False or skipna is True)):
             flags = grad_output.flags.num & (x.flags.num if skipna else -1)
-            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
-                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
-            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
-                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna,
-                       grad_output.strides, x.strides)
-                given = (grad_output, x)
+            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, skipna)
+            if flags & _PLAIN_FLAGS != _PLAIN_FLAGS:
+                key, given = _other_layout(key, flags, grad_output, x)
         if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
             if run:
@@ -419,13 +422,10 @@ def _max_backward(name: str) -> Callable:
         if (out is None and stream is None and type(grad_output) is _ND and type(x) is _ND
                 and type(indices) is _ND and (skipna is False or skipna is True)):
             flags = grad_output.flags.num & indices.flags.num
-            if flags & _PLAIN_FLAGS == _PLAIN_FLAGS:
-                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype,
-                       indices.shape, indices.dtype, skipna)
-            elif flags & _STRIDED_FLAGS == _STRIDED_FLAGS:
-                key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype,
-                       indices.shape, indices.dtype, skipna, grad_output.strides, indices.strides)
-                given = (grad_output, indices)
+            key = (name, grad_output.shape, grad_output.dtype, x.shape, x.dtype, indices.shape,
+                   indices.dtype, skipna)
+            if flags & _PLAIN_FLAGS != _PLAIN_FLAGS:
+                key, given = _other_layout(key, flags, grad_output, indices)
         if key is not None:
             run = _PREPARED.get(key)  # (a key of hashable values only)
             try:
