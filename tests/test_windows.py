@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from adaptive_pool import windows
-from adaptive_pool.cpu import kernels
+from adaptive_pool.cpu import max_backward
 from reference import covering, window
 
 SMALL = range(1, 65)
@@ -168,11 +168,11 @@ def test_index_in_window():
 
 @numba.njit
 def _magic_divmods(ks, m):
-    mul, sh = kernels._magic(m)
+    mul, sh = max_backward._magic(m)
     q = np.empty_like(ks)
     r = np.empty_like(ks)
     for i in range(ks.size):
-        q[i], r[i] = kernels._divmod_magic(ks[i], m, mul, sh)
+        q[i], r[i] = max_backward._divmod_magic(ks[i], m, mul, sh)
     return q, r
 
 
@@ -219,8 +219,8 @@ def test_the_sparse_max_backward_check_divides_exactly(dhw):
     nn = np.ones((3, ks.size), np.int32)
     keys = np.empty(ks.size, np.int32)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
-    first = kernels._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys)
+    first = max_backward._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys)
     assert first == -1
     np.testing.assert_array_equal(keys, ks)
     lo[2] += 1  # every window now starts one column to the right of its index
-    assert kernels._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys) == 0
+    assert max_backward._check_plane(ks, 0, ks.size, ks.size, plane, W, H, rw, rh, lo, nn, keys) == 0

@@ -1173,7 +1173,7 @@ _SPARSE_RATIO = 128
 _SPARSE_SUMS = 1 << 16
 
 #: Elements per plane up to which the sparse max backward takes them (its index check
-#: divides in float32, exact up to 2**22: ``kernels._check_plane``).
+#: divides in float32, exact up to 2**22: ``max_backward._check_plane``).
 _SPARSE_PLANE = 1 << 22
 
 #: Outputs per plane up to which the sparse max backward keeps its window tables (8 bytes an

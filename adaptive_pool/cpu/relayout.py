@@ -6,7 +6,7 @@ at a time: float32 32x256x56x56 -> 7x7 took 53 ms against 15.5 on a C-order ``x`
 own copy of the view to C order (82 ms) costs more than it saves. Here a work item copies 64
 positions, each a unit-stride run of channels, into their lines of the C-order copy (a banded
 variant that wrote each channel's run of positions at once was no faster). A module of its
-own: Numba's cache of ``kernels.py`` stays valid.
+own: Numba's cache of the average backward's kernels stays valid.
 """
 
 from __future__ import annotations

@@ -1,0 +1,114 @@
+"""What every CPU kernel module shares: compile options, work items cut into chunks and
+walked with counters, where a forward's item reads and writes, prefetched streams, and the
+constants of the contract's order (lanes, the ``skip`` flags). See :mod:`.kernels`."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..windows import axes_layout
+from .lanes import PLANES
+
+
+#: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
+#: does a chunk's work (``_BODY``) through its address ``at`` (:mod:`~adaptive_pool.cpu.calls`).
+#: Numba's parfor passes (copy propagation, fusion, a second typing and lowering of the loop
+#: body as a gufunc) grow faster than the body they work on, and a callee called by name is
+#: linked into the gufunc and the kernel and optimised again in each: a chunk function called
+#: by address is typed, lowered and optimised once.
+_JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
+_BODY = dict(nogil=True, cache=True, error_model="numpy")
+
+
+@numba.njit(inline="always")
+def _chunk(ch, nchunk, total):
+    """Work items ``[lo, hi)`` of chunk ``ch`` when ``total`` items are cut into ``nchunk``."""
+    return ch * total // nchunk, (ch + 1) * total // nchunk
+
+
+@numba.njit(inline="always")
+def _unravel(r, a, b, c):
+    """Item ``r`` of an ``(…, c, b, a)`` grid as ``(i0, i1, i2, i3)``, innermost first."""
+    i0 = r % a
+    t = r // a
+    i1 = t % b
+    t = t // b
+    i2 = t % c
+    return i0, i1, i2, t // c
+
+
+@numba.njit(inline="always")
+def _step(i0, i1, i2, i3, a, b, c):
+    """The item after ``(i0, i1, i2, i3)``: counters instead of four divisions per item."""
+    i0 += 1
+    if i0 == a:
+        i0 = 0
+        i1 += 1
+        if i1 == b:
+            i1 = 0
+            i2 += 1
+            if i2 == c:
+                i2 = 0
+                i3 += 1
+    return i0, i1, i2, i3
+
+
+#: Planes side by side in the average forward's lanewise loop order and the average
+#: backward's lanes kernel.
+LANES = PLANES
+
+#: Lanes of the contract's summation order (a GPU warp's width): element k of a window's
+#: flattened (d, h, w) order is added into lane ``k % SUM_LANES``.
+SUM_LANES = 32
+
+
+#: The ``skip`` argument of the average and max kernels: NaN counts (``PLAIN``) or is skipped
+#: (``SKIPNA``). Kernels test it as ``skip is not None`` right in each branch condition: with
+#: ``PLAIN`` (typed ``none``) Numba's dead-branch pruning removes the NaN-skipping branches
+#: before type inference, even inside the inlined helpers, so a plain kernel never types or
+#: lowers them (a tenth of a cold first call's Python work); ``SKIPNA`` compiles a
+#: specialisation of its own. The test must stay a literal ``is not None`` on the argument: a
+#: helper returning it hides the constant from the pruning.
+PLAIN = None
+SKIPNA = True
+
+
+@numba.njit(inline="always")
+def _forward_item(tab, dims, xg, yg, lanes, oh, od, cb, n):
+    """Where work item ``(n, cb, od, oh)`` of a forward (the average's loop orders, the
+    channels-last max) reads and writes: ``(d0, d1, h0, h1, c0, xb, yb, vdh, nl)`` (window
+    band, first plane, bases, band area, planes)."""
+    _, C, _, _, _, _, _, _ = dims
+    sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
+    x0, xn, xc, _, _, _ = xg
+    y0, yn, yc, yd, yh, _ = yg
+    d0, d1 = tab[sd + od], tab[ed + od]
+    h0, h1 = tab[sh + oh], tab[eh + oh]
+    c0 = cb * lanes
+    xb = x0 + n * xn + c0 * xc
+    yb = y0 + n * yn + c0 * yc + od * yd + oh * yh
+    return d0, d1, h0, h1, c0, xb, yb, (d1 - d0) * (h1 - h0), min(lanes, C - c0)
+
+
+@numba.njit(inline="always")
+def _stream(xg, dims, V, r_lo, r_hi, on):
+    """``(stream, pf, end)`` for :func:`~adaptive_pool.cpu.access.prefetch_to` over items
+    ``[r_lo, r_hi)`` of ``V`` elements each: ``stream`` where item r lies at ``x0 + r * V`` in
+    output (n, c, od, oh) order; ``end`` 0 unless ``stream`` and ``on`` (nothing prefetched)."""
+    N, C, _, _, W, OD, OH, _ = dims
+    x0, xn, xc, xd, xh, xw = xg
+    Q = OD * OH * V
+    stream = ((W == 1 or xw == 1) and (OH == 1 or xh == V) and (OD == 1 or xd == OH * V)
+              and (C == 1 or xc == Q) and (N == 1 or xn == C * Q))
+    return stream, x0 + r_lo * V, x0 + r_hi * V if stream and on else 0
+
+
+@numba.njit(inline="always")
+def _first_flagged(bad, per):
+    """Position ``r * per + bad[r]`` of the first unit ``r`` with a flag (``bad[r] >= 0``: its
+    first flagged position of ``per``), or -1: found here, not by a second Python call."""
+    for r in range(bad.size):
+        if bad[r] >= 0:
+            return r * per + bad[r]
+    return np.int64(-1)
