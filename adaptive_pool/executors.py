@@ -289,7 +289,9 @@ class Executor:
         return self.backend.bind_workspace(self.tables_host, workspace, self.workspace_size)
 
     # -- repeated calls ----------------------------------------------------------------------
-    def prepared(self, *layouts: Any) -> Optional[Callable[..., Any]]:
+    def prepared(
+        self, *layouts: Any, order: Optional[tuple[int, ...]] = None
+    ) -> Optional[Callable[..., Any]]:
         """:meth:`run` for the common case of a small call, as lean as it gets, or None.
 
         The function takes the operator's inputs (``x``; ``grad_output, x``; ``grad_output,
@@ -304,14 +306,22 @@ class Executor:
         aligned and writeable), or None where one of them is not a dense block in some axis
         order (channels-last, Fortran order, transposed) or the NaN-skipping average backward
         would read a copy of ``x`` (``copies_x``).
+
+        With ``order`` (a permutation of the results' axes, outermost first: ``(0, 2, 3, 1)``
+        for PyTorch's ``channels_last``), the results are laid out in that axis order instead
+        of C order, as dense blocks (the torch layer's results of channels-last tensors).
         """
-        if layouts:
-            return self._prepare(layouts)
+        if order == tuple(range(len(order or ()))):
+            order = None  # (C order)
+        if layouts or order:
+            return self._prepare(layouts, order)
         if self._prepared is None:
             self._prepared = self._prepare() or False
         return self._prepared or None
 
-    def _prepare(self, layouts: tuple = ()) -> Optional[Callable[..., Any]]:
+    def _prepare(
+        self, layouts: tuple = (), order: Optional[tuple[int, ...]] = None
+    ) -> Optional[Callable[..., Any]]:
         be = self.backend
         if self.empty or not hasattr(be, "prepare_avg_pool"):
             return None
@@ -343,61 +353,70 @@ class Executor:
             if g is None or (k == 1 and self.skipna and be.copies_x(g, dims)):
                 return None  # (a NaN-skipping backward's copy of x: the long way)
             geo[k], flats[k] = g, _flat_in_memory_order(flats[k])
+        # results in C order, or dense in ``order``: the geometry of their 5-D views, and
+        # ravel("K") as for inputs
+        new, rg, flat_r, flat_i = results.allocator, yg, flat, np.ndarray.ravel
+        if self.op.backward:
+            rg = xg
+        if order is not None:
+            new = partial(_allocator_in_order, order=order)
+            rg = be.dense_geometry(self._view(new(xs if self.op.backward else ys, dt)(), st))
+            flat_r, flat_i = _flat_in_memory_order(flat), _RAVEL_K
         # what every call hands its launch: flat arrays of the types the launches are
         # compiled for (the backends' ``like``), of data and of indices
         data = np.empty(0, st)
         idx = np.empty(0, self.index_dtype) if self.op.max else None
         if not self.op.backward and self.op.max:
             launch = be.prepare_max_pool(
-                geo[0], yg, yg, tab, dims, self.skipna, like=(data, data, idx)
+                geo[0], rg, rg, tab, dims, self.skipna, like=(data, data, idx)
             )
-            new_y, new_i = results.allocator(ys, dt), results.allocator(ys, self.index_dtype)
+            new_y, new_i = new(ys, dt), new(ys, self.index_dtype)
             flat_x = flats[0]
 
             def max_pool(x):
                 y, i = new_y(), new_i()
-                launch(flat_x(x), flat(y), i.ravel())
+                launch(flat_x(x), flat_r(y), flat_i(i))
                 return y, i
 
             return max_pool
         if not self.op.backward:
             launch = be.prepare_avg_pool(
-                geo[0], yg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
+                geo[0], rg, tab, dims, st, self.skipna, like=(data, data), **self._given_windows
             )
-            new_y = results.allocator(ys, dt)
+            new_y = new(ys, dt)
             flat_x = flats[0]
 
             def avg_pool(x):
                 y = new_y()
-                launch(flat_x(x), flat(y))
+                launch(flat_x(x), flat_r(y))
                 return y
 
             return avg_pool
         flat_g = flats[0]
         if self.op.max:
             launch = be.prepare_max_pool_backward(
-                geo[0], geo[1], xg, tab, dims, True, like=(data, idx, data), itemsize=st.itemsize
+                geo[0], geo[1], rg, tab, dims, True, like=(data, idx, data), itemsize=st.itemsize
             )
-            new_gi = results.allocator(xs, dt)
-            flat_i = flats[1]
+            new_gi = new(xs, dt)
+            flat_ind = flats[1]
 
             def max_pool_backward(grad_output, indices):
                 gi = new_gi()
-                bad = launch(flat_g(grad_output), flat_i(indices), flat(gi))
+                bad = launch(flat_g(grad_output), flat_ind(indices), flat_r(gi))
                 return gi if bad < 0 else None
 
             return max_pool_backward
         # x is read where NaN are skipped only
         x_flat = flats[1] if self.skipna else _nothing
         launch = be.prepare_avg_pool_backward(
-            geo[0], xg, tab, dims, geo[1] if self.skipna else None,
+            geo[0], rg, tab, dims, geo[1] if self.skipna else None,
             like=(data, data, x_flat(data)), itemsize=st.itemsize,
         )
-        new_gi = results.allocator(xs, dt)
+        new_gi = new(xs, dt)
 
         def avg_pool_backward(grad_output, x):
             gi = new_gi()
-            launch(flat_g(grad_output), flat(gi), x_flat(x))
+            launch(flat_g(grad_output), flat_r(gi), x_flat(x))
             return gi
 
         return avg_pool_backward
@@ -635,6 +654,16 @@ def _flat_in_memory_order(flat: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda a: flat(_RAVEL_K(a))
 
 
+def _allocator_in_order(
+    shape: tuple[int, ...], dtype: np.dtype, order: tuple[int, ...]
+) -> Callable[[], np.ndarray]:
+    """:func:`~adaptive_pool.cpu.results.allocator` of arrays of ``shape`` whose axes lie in
+    memory in ``order`` (outermost first), as one dense block."""
+    new = results.allocator(tuple(shape[k] for k in order), dtype)
+    back = tuple(int(k) for k in np.argsort(order))
+    return lambda: new().transpose(back)
+
+
 def _nothing(a: Any) -> None:
     """What a prepared call hands its launch for an array the launch does not read."""
 
@@ -671,12 +700,15 @@ def prepared_call(key: tuple) -> Any:
         return None
 
 
-def keep_prepared(key: tuple, ex: Executor, *layouts: Any) -> None:
+def keep_prepared(
+    key: tuple, ex: Executor, *layouts: Any, order: Optional[tuple[int, ...]] = None
+) -> None:
     """Store ``ex``'s prepared call, if it has one, for calls whose arguments are ``key``
-    (with ``layouts``, the inputs of a call in other layouts: see :meth:`Executor.prepared`;
-    where they have none, False, so that they are not tried again)."""
-    run = ex.prepared(*layouts)
-    if run is not None or layouts:
+    (with ``layouts``, the inputs of a call in other layouts, and ``order``, the results'
+    axis order: see :meth:`Executor.prepared`; where they have none, False, so that they are
+    not tried again)."""
+    run = ex.prepared(*layouts, order=order)
+    if run is not None or layouts or order:
         if len(_PREPARED) >= _MEMO_SIZE:
             _PREPARED.clear()
         _PREPARED[key] = run or False

@@ -115,6 +115,61 @@ def test_channels_last_in_channels_last_out():
     assert x.grad.is_contiguous(memory_format=torch.channels_last)
 
 
+# channels-last inputs (and an output-sized gradient, expanded or channels-last) whose sizes
+# include ones, where the strides of a memory format are a convention
+_CL_CASES = [((2, 8, 7, 9), (3, 4)), ((1, 3, 5, 1), (2, 1)), ((2, 4, 1, 6), (1, 4)),
+             ((2, 3, 4, 5, 6), (2, 3, 4)), ((1, 2, 3, 1, 4), (2, 1, 3))]
+
+
+def _bits(t):
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("shape,size", _CL_CASES, ids=[str(c[0]) for c in _CL_CASES])
+def test_channels_last_calls_repeat_through_prepared_calls(shape, size, dtype, monkeypatch):
+    """A call on a channels-last CPU tensor plans and writes into a torch-allocated result,
+    then keeps a prepared call whose NumPy results are laid out channels-last too: the next
+    calls take it, with the first call's bits and strides, which are PyTorch's own."""
+    from adaptive_pool import executors
+
+    ap.clear_cache()
+    rank, size = len(size), list(size)
+    x = channels_last(make(shape, dtype, distinct=True))
+    xn = channels_last(torch.where(make(shape, seed=2) > 2, float("nan"), x))
+    F_avg, F_max = torch_pool("avg", rank), torch_pool("max", rank)
+
+    def calls():
+        y = ops.avg_pool(x, size)
+        yn = ops.avg_pool(xn, size, True)
+        m, idx = ops.max_pool(x, size, torch.int64)
+        g = channels_last(make(y.shape, dtype, seed=1))
+        flat = torch.ones((), dtype=dtype).expand(y.shape)  # as y.sum().backward() hands it
+        return [y, yn, m, idx, ops.avg_pool_backward(g, x, rank),
+                ops.avg_pool_backward(flat, xn, rank, True),
+                ops.max_pool_backward(g, x, idx, rank), ops.max_pool_backward(flat, x, idx, rank)]
+
+    with torch.no_grad():
+        first = calls()
+        # kept under keys that begin with the results' axis order: the six kinds of call
+        kept = [run for k, run in executors._PREPARED.items() if isinstance(k[0], tuple)]
+        assert len(kept) == 6 and all(kept)
+
+        def planned(*args, **kwargs):
+            raise AssertionError("a repeated call took the long way")
+
+        monkeypatch.setattr(executors.Executor, "run", planned)
+        again = calls()
+    for a, b in zip(first, again):
+        assert a.stride() == b.stride() and torch.equal(_bits(a), _bits(b))
+    y, m, idx = first[0], first[2], first[3]
+    want_y, want_idx = F_avg(x, size), F_max(x, size, return_indices=True)[1]
+    assert y.stride() == want_y.stride() and idx.stride() == want_idx.stride()
+    if dtype == torch.float64:
+        assert torch.equal(m, F_max(x, size)) and torch.equal(idx, want_idx)
+        torch.testing.assert_close(y, want_y)
+
+
 # -- gradients ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["avg", "max"])
 @pytest.mark.parametrize("rank", [1, 2, 3])

@@ -19,8 +19,8 @@ from ..dtypes import bfloat16
 from ..errors import AdaptivePoolTypeError
 
 __all__ = [
-    "as_array", "as_tensor", "new_output", "current_stream", "numpy_index_dtype",
-    "torch_index_dtype",
+    "as_array", "as_tensor", "dense_like", "new_output", "result_order", "current_stream",
+    "numpy_index_dtype", "torch_index_dtype",
 ]
 
 #: torch dtypes the kernels read or write: the four data types and the two index types.
@@ -63,19 +63,42 @@ def as_tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-def _memory_format(x: torch.Tensor) -> torch.memory_format:
-    """The layout a result of ``x`` is allocated in: channels-last when ``x`` is (as PyTorch's
-    pooling does), else contiguous. The fake kernels call this too, so strides always match."""
-    if x.dim() in (4, 5) and not x.is_contiguous():
-        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
-        if x.is_contiguous(memory_format=fmt):
-            return fmt
+def _memory_format(x: torch.Tensor, spatial: int) -> torch.memory_format:
+    """The layout a result of ``x``'s rank is allocated in by an operator over ``spatial``
+    axes: channels-last where PyTorch's pooling keeps it (the 2-D operators on a batched
+    channels-last ``x``), else contiguous (PyTorch's 3-D adaptive pooling returns contiguous
+    results of ``channels_last_3d`` inputs). The fake kernels call this too, so strides
+    always match."""
+    if spatial == 2 and x.dim() == 4 and not x.is_contiguous():
+        if x.is_contiguous(memory_format=torch.channels_last):
+            return torch.channels_last
     return torch.contiguous_format
 
 
-def new_output(x: torch.Tensor, shape: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """An uninitialised result of ``shape`` on ``x``'s device, laid out like ``x``."""
-    fmt = _memory_format(x) if len(shape) == x.dim() else torch.contiguous_format
+def result_order(x: torch.Tensor, spatial: int) -> tuple[int, ...]:
+    """The axis order in memory (outermost first) of the results :func:`new_output`
+    allocates in ``x``'s rank."""
+    if _memory_format(x, spatial) is torch.channels_last:
+        return (0, 2, 3, 1)
+    return tuple(range(x.dim()))
+
+
+def dense_like(t: torch.Tensor, x: torch.Tensor, spatial: int) -> torch.Tensor:
+    """``t``, or where a CPU ``t`` is not contiguous in C order nor in the results' memory
+    format (an expanded gradient), a copy of it in that format: what a prepared call reads
+    (the copy is of an output-sized gradient)."""
+    fmt = _memory_format(x, spatial)
+    if t.device.type != "cpu" or t.is_contiguous() or t.is_contiguous(memory_format=fmt):
+        return t
+    return t.contiguous(memory_format=fmt)
+
+
+def new_output(
+    x: torch.Tensor, shape: Any, spatial: int, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """An uninitialised result of ``shape`` on ``x``'s device, of an operator over
+    ``spatial`` axes, laid out as PyTorch's would be."""
+    fmt = _memory_format(x, spatial) if len(shape) == x.dim() else torch.contiguous_format
     return torch.empty(
         tuple(shape), dtype=dtype or x.dtype, device=x.device, memory_format=fmt
     )

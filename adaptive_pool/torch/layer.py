@@ -137,12 +137,12 @@ def _forward_into(op, x, output_size, index_dtype, out, indices_out, stream, ski
     oa = as_array(out, "out") if out is not None else None
     ia = as_array(indices_out, "indices_out") if indices_out is not None else None
     ex = forward_executor(op.name, xa, output_size, index_dtype, skipna, out=oa, indices_out=ia)
-    y = out if out is not None else new_output(x, ex.y_shape)
+    y = out if out is not None else new_output(x, ex.y_shape, op.spatial)
     stream = current_stream(x) if stream is None else stream
     if op.max:
         idx = indices_out
         if idx is None:
-            idx = new_output(x, ex.y_shape, torch_index_dtype(ex.index_dtype))
+            idx = new_output(x, ex.y_shape, op.spatial, torch_index_dtype(ex.index_dtype))
         ex.run(xa, out=as_array(y, "out"), indices_out=as_array(idx, "indices_out"),
                stream=stream)
         _bump(out, indices_out)
