@@ -33,6 +33,8 @@ _LAYOUT = {1: "(C, L) or (N, C, L)", 2: "(C, H, W) or (N, C, H, W)",
 
 
 def _entry(value: Any, name: str) -> Any:
+    if type(value) is int and value >= 0:  # (the ABC test below costs 0.3 us an entry)
+        return value
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, torch.SymInt)):
         raise AdaptivePoolTypeError(
             f"{name} entries must be int or None, got {value!r} ({type(value).__name__})",
