@@ -214,3 +214,26 @@ def test_narrow_rows_of_large_windows_take_eight_planes(dtype, dims, order):
     n, c, d, h, w = dims[:5]
     xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
     assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
+
+
+@pytest.mark.parametrize(
+    "dims,strided,order",
+    [((32, 512, 1, 7, 7, 1, 7, 7), False, "columns"),  # VGG's 7x7 -> 7x7: planes as rows
+     ((1, 32, 17, 6, 4, 19, 6, 4), False, "columns"),  # deep in d only
+     ((64, 256, 1, 3, 3, 1, 3, 3), False, "columns"),
+     ((32, 512, 1, 7, 7, 1, 7, 7), True, "lanewise"),  # rows that do not follow each other
+     ((64, 256, 1, 2, 3, 1, 2, 3), False, "lanewise"),  # planes of 2 rows
+     ((64, 256, 1, 3, 2, 1, 3, 2), False, "lanewise"),  # or 2 columns
+     ((32, 512, 1, 7, 7, 1, 1, 7), False, "lanewise")],  # windows 7 rows tall
+)
+def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, order):
+    """Windows one column wide and one row tall take the columns order, whose rows are then
+    whole planes (``_plane_rows``), where x's rows follow each other and planes are at least
+    3x3; narrower rows of taller windows keep 8 planes side by side."""
+    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
+
+    n, c, d, h, w = dims[:5]
+    row = w + 1 if strided else w
+    xg = (0, c * d * h * row, d * h * row, h * row, row, 1)
+    for dtype in (np.float32, np.float64, np.uint16):
+        assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
