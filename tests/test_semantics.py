@@ -221,6 +221,40 @@ def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna,
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,output_size",
+    [((2, 3, 1, 7, 7), (1, 7, 7)), ((1, 4, 17, 6, 4), (19, 6, 4)), ((1, 2, 6, 3, 3), (2, 3, 3)),
+     ((2, 2, 1, 1, 9), (1, 1, 9))],
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_max_forward_of_one_element_rows_takes_planes_as_rows(
+    shape, output_size, dtype, skipna, monkeypatch
+):
+    """Windows one element in h and w (the identity, or deep in d only) where each plane's rows
+    follow each other: the max forward takes each plane as one row (``_identity_rows``), whose
+    flat indices are the plane's; row by row where rows do not follow. Both give the
+    reference's values and indices (ties, NaN, -inf)."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    x = small_ints(shape, dtype, seed=21, high=3)
+    x[np.random.default_rng(22).random(shape) < 0.1] = np.nan
+    x[0, 0, ..., -1] = -np.inf
+    want_y, want_i = ref.max_pool(x, output_size, 3, skipna=skipna)
+    merged = []
+    identity_rows = backend._identity_rows
+    monkeypatch.setattr(backend, "_identity_rows", lambda tab, dims, *g: (
+        lambda r: (merged.append(r[1] != dims), r)[1])(identity_rows(tab, dims, *g)))
+    sliced = np.pad(x, [(0, 0)] * 4 + [(0, 1)])[..., :-1]  # rows not one run
+    for view, merges in ((x, shape[3] > 1), (sliced, False)):
+        merged.clear()
+        ap.clear_cache()
+        y, idx = ap.adaptive_max_pool3d(view, output_size, skipna=skipna)
+        np.testing.assert_array_equal(bits(y), bits(want_y.astype(dtype)))
+        np.testing.assert_array_equal(idx, want_i)
+        assert set(merged) == {merges}
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,output_size",
     [((2, 11, 9, 40), (4, 2)), ((3, 17, 7, 7), (1, 1)), ((1, 9, 6, 5), (9, 7)),
      ((1, 9, 37, 6), (1, None)), ((1, 9, 5, 45), (None, 1))],
 )
