@@ -241,7 +241,7 @@ def test_max_forward_of_one_element_rows_takes_planes_as_rows(
     merged = []
     identity_rows = backend._identity_rows
     monkeypatch.setattr(backend, "_identity_rows", lambda tab, dims, *g: (
-        lambda r: (merged.append(r[1] != dims), r)[1])(identity_rows(tab, dims, *g)))
+        lambda r: (merged.append(r[0] != dims), r)[1])(identity_rows(tab, dims, *g)))
     sliced = np.pad(x, [(0, 0)] * 4 + [(0, 1)])[..., :-1]  # rows not one run
     for view, merges in ((x, shape[3] > 1), (sliced, False)):
         merged.clear()

@@ -616,7 +616,7 @@ class CpuBackend:
     def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None, itemsize=4):
         """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`;
         ``itemsize``: the input's element size)."""
-        tab, dims = _identity_rows(tab, dims, xg, yg, jg)
+        dims, tab = _identity_rows(tab, dims, xg, yg, jg)
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
 
@@ -925,18 +925,16 @@ def _plane_rows(tab: np.ndarray, dims, *geometries):
 
 
 def _identity_rows(tab: np.ndarray, dims, *geometries) -> tuple:
-    """``(tab, dims)`` with each plane's rows as one row (:func:`_plane_rows`) where the
-    windows of h and w in ``tab`` are the sizes' one-element windows (a Dask block's need not
-    be), else as they are: a max's flat indices are the same in both. The max forward then
+    """:func:`_plane_rows` where the windows of h and w in ``tab`` are the sizes' one-element
+    windows (a Dask block's need not be), else ``(dims, tab)`` as they are: a max's flat indices are the same in both. The max forward then
     takes rows of ``h * w`` (A/B, every dtype: 32x512x7x7 -> 7x7 1.9-2.1x, 16x256x28x3 ->
     28x3 3.2-3.6x, 64x256x3x3 -> 3x3 1.5-1.6x); not the max backward, whose check of planes of
     one row goes plane by plane from 16 outputs (64x256x5x5 -> 5x5 0.91-0.96x)."""
-    if dims[6] != dims[3] or dims[7] != dims[4] or not all(
+    if dims[6] == dims[3] and dims[7] == dims[4] and all(
         _sized_axis(*axis) for axis in _axes(tab, dims)[1:]
     ):
-        return tab, dims
-    dims, tab = _plane_rows(tab, dims, *geometries)
-    return tab, dims
+        return _plane_rows(tab, dims, *geometries)
+    return dims, tab
 
 
 def _axes(tab: np.ndarray, dims) -> tuple:
