@@ -76,8 +76,9 @@ def _keep(key: Optional[tuple], ex: Any, *inputs: np.ndarray) -> None:
     call for the next ones, where its inputs are dense blocks in some axis order
     (channels-last, ``channels_last_3d``, transposed): results allocated by NumPy in the order
     :func:`~._bridge.new_output` would give them (``Executor.prepared(order=...)``) and handed
-    to torch without a copy, 4-5 us a call instead of 20-30 for planning and writing into a
-    torch-allocated result (others keep the long way: False is kept)."""
+    to torch without a copy: a no-grad average of a channels-last 2x8x9x10 tensor took 17 us a
+    call instead of 36 planning and writing into a torch-allocated result (other inputs keep
+    that way: False is kept for them)."""
     if key is not None and prepared_call(key) is None:
         keep_prepared(key, ex, *inputs, order=key[0])
 
