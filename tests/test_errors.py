@@ -362,3 +362,24 @@ def test_memory_mapped_arrays_are_plain_data(tmp_path):
     y = ap.adaptive_avg_pool1d(mm, 4)
     assert type(y) is np.ndarray
     np.testing.assert_array_equal(y, ap.adaptive_avg_pool1d(np.asarray(mm), 4))
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["result", "out"])
+def test_bad_index_of_one_element_windows_is_reported(fresh):
+    """Windows of one element (7x7 -> 7x7), whose sparse backward writes every element
+    without zeroing the planes first: a bad index is still named, and a caller's out= is left
+    as it was."""
+    x = np.random.default_rng(6).standard_normal((4, 16, 7, 7)).astype(F32)
+    _, idx = ap.adaptive_max_pool2d(x, 7)
+    g = np.random.default_rng(7).standard_normal(idx.shape).astype(F32)
+    out = None if fresh else np.full(x.shape, 7.0, F32)
+    got = ap.adaptive_max_pool2d_backward(g, x, idx, out=out)
+    np.testing.assert_array_equal(got, g + np.float32(0.0))
+    for at, value in (((3, 15, 6, 6), 47), ((0, 0, 0, 0), 1), ((2, 5, 3, 1), -1)):
+        wrong = idx.copy()
+        wrong[at] = value
+        out = None if fresh else np.full(x.shape, 7.0, F32)
+        check(IndexError, "indices", ap.adaptive_max_pool2d_backward, g, x, wrong, out=out,
+              contains=[f"[{', '.join(map(str, at))}] = {value}"])
+        if out is not None:
+            assert (out == 7.0).all()

@@ -92,6 +92,7 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
         ((2, 9, 1, 1, 9), (2, 3, 5)),  # rows, each output row again along h and d
         ((2, 9, 2, 10, 12), (1, 1, 1)),  # global: a work item of many planes
         ((2, 9, 1, 35, 60), (1, 1, 9)),  # few outputs a plane: many planes unless 16-bit
+        ((2, 9, 2, 7, 7), (2, 7, 7)),  # windows of one element: every element written, not zeroed
     ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):

@@ -433,7 +433,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
             if whole:
                 for k in range(B * plane):
                     sums[k] = 0
-            else:
+            elif not (disjoint and m == plane):  # (windows of one element: each is written)
                 for k in range(B * plane):
                     gi[np.uint64(ib + k)] = 0
             if first < 0:
