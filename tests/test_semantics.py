@@ -191,7 +191,8 @@ def test_max_forward_paths_agree_with_reference(shape, output_size, dtype, data,
     [((2, 3, 7, 9, 10), (1, 1, 1)), ((2, 3, 4, 5, 70), (None, 1, 1)),
      ((2, 3, 4, 5, 6), (4, 5, 1)), ((1, 2, 1, 3, 200), (1, 3, 1)),
      ((2, 3, 2, 3, 150), (2, 3, 7)), ((1, 9, 1, 1, 14), (1, 1, 14)), ((2, 2, 1, 1, 13), (1, 1, 9)),
-     ((2, 3, 1, 2, 40), (1, 2, 7)), ((1, 4, 1, 1, 72), (1, 1, 9)), ((1, 4, 1, 1, 81), (1, 1, 9))],
+     ((2, 3, 1, 2, 40), (1, 2, 7)), ((1, 4, 1, 1, 72), (1, 1, 9)), ((1, 4, 1, 1, 81), (1, 1, 9)),
+     ((2, 3, 1, 1, 12), (1, 1, 4)), ((1, 4, 1, 3, 28), (1, 3, 7))],  # windows of 3 and 4
 )
 @pytest.mark.parametrize("skipna", [False, True])
 def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna, knobs):
@@ -199,8 +200,8 @@ def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna,
     rows: every 1-D problem) the max forward takes a kernel of its own, in C order; laid out
     otherwise, the general one. Both give the reference's value and index: ties (the first
     maximum), NaN (the last one, or never with skipna), a plane of NaN only, -inf, windows
-    over 64 elements, windows of one element, of 5-8 and 8 and 9 (scanned element by element
-    up to ``SHORT_RUN``, in passes above), overlapping windows (not upsampling rows, which the
+    over 64 elements, windows of one element, of 3-8 and 9 (scanned element by element up to
+    ``SHORT_RUN`` or ``SHORT_RUN_32``, in passes above), overlapping windows (not upsampling rows, which the
     general kernel takes)."""
     x = small_ints(shape, dtype, seed=18, high=3)
     x[np.random.default_rng(19).random(shape) < 0.1] = np.nan

@@ -229,8 +229,14 @@ def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nch
         ))
 
 
-#: Runs of :func:`_run_argmax` up to this long are scanned element by element.
-SHORT_RUN = 8
+#: Runs of :func:`_run_argmax` up to this long are scanned element by element: with int64
+#: keys (float64), windows of 1-3 took 1.3-2.2x as long in passes (Zen 5), windows of 7-8
+#: 0.75-0.9x (Zen 4)...
+SHORT_RUN = 6
+#: ... and with int32 keys (float32 and the 16-bit types), whose pass is one vectorised
+#: maximum of key and position, from 3 elements on the pass is faster: windows of 3 2.0-2.2x,
+#: of 4-8 2.2-4.9x (Zen 4, 32x512x36 -> 12 ... 32x512x64 -> 8)
+SHORT_RUN_32 = 2
 
 
 @numba.njit(inline="always")
@@ -246,10 +252,10 @@ def _run_argmax(x, b, n, skip):
     3136-element windows 1.3x slower than :func:`max_pool`). Where a NaN wins, a second pass
     finds the last one (a scalar scan backwards took 2.6x the time of a skipna call on
     16-element windows a tenth NaN). Runs of up to
-    :data:`SHORT_RUN` elements are one scalar scan: the passes cost more to set up than they
-    save there (windows of 1-3 float64 elements took 1.3-2.2x as long, Zen 5)."""
+    :data:`SHORT_RUN` elements (int32 keys: :data:`SHORT_RUN_32`) are one scalar scan: the
+    passes cost more to set up than they save there."""
     knan = key_nan(x)
-    if n <= SHORT_RUN:
+    if n <= (SHORT_RUN_32 if knan == 0x7FFFFFFF else SHORT_RUN):
         i = 0
         m = _mkey(x, x[np.uint64(b)], skip)
         for j in range(1, n):
