@@ -237,3 +237,21 @@ def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, or
     xg = (0, c * d * h * row, d * h * row, h * row, row, 1)
     for dtype in (np.float32, np.float64, np.uint16):
         assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
+
+
+@pytest.mark.parametrize(
+    "dtype,dims,order",
+    [(np.uint16, (1, 64, 1, 1, 100, 1, 1, 33), "lanewise"),  # 16-bit rows of windows of 3
+     (np.uint16, (16, 64, 1, 50, 100, 1, 50, 14), "lanewise"),  # of 7-8, along 2-D rows
+     (np.uint16, (1, 64, 1, 1, 100, 1, 1, 12), "runs"),  # of 8-9
+     (np.uint16, (1, 3, 1, 1, 17, 1, 1, 5), "runs"),  # few planes
+     (np.float32, (1, 64, 1, 1, 100, 1, 1, 33), "runs")],  # 32-bit: runs from windows of 3
+)
+def test_short_windows_along_rows_of_16_bit_inputs_take_eight_planes(dtype, dims, order):
+    """Windows along rows shorter than 8 take 8 planes side by side where the input is 16-bit
+    and has 8 planes or more (``_ROW_RUN_16``), else one vector pass each (``_ROW_RUN``)."""
+    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
+
+    n, c, d, h, w = dims[:5]
+    xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
+    assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order

@@ -442,7 +442,8 @@ class CpuBackend:
                 and (w >= kernels.LANES or not lanewise or plane_rows)
                 and (not skipna or _longest(d, od) * _longest(h, oh) < 1 << 31)):  # int32 counts
             return "columns"
-        rows = _ROW_RUN * ow <= w and _windows_along_rows(dims, xg)  # (1-D problems)
+        row_run = _ROW_RUN_16 if itemsize == 2 and c >= kernels.LANES and lanewise else _ROW_RUN
+        rows = row_run * ow <= w and _windows_along_rows(dims, xg)  # (1-D problems)
         if (
             sized_windows
             and (itemsize != 2 or in_place or (w if rows else d * h * w) <= _DECODED_BAND)
@@ -926,10 +927,11 @@ def _plane_rows(tab: np.ndarray, dims, *geometries):
 
 def _identity_rows(tab: np.ndarray, dims, *geometries) -> tuple:
     """:func:`_plane_rows` where the windows of h and w in ``tab`` are the sizes' one-element
-    windows (a Dask block's need not be), else ``(dims, tab)`` as they are: a max's flat indices are the same in both. The max forward then
-    takes rows of ``h * w`` (A/B, every dtype: 32x512x7x7 -> 7x7 1.9-2.1x, 16x256x28x3 ->
-    28x3 3.2-3.6x, 64x256x3x3 -> 3x3 1.5-1.6x); not the max backward, whose check of planes of
-    one row goes plane by plane from 16 outputs (64x256x5x5 -> 5x5 0.91-0.96x)."""
+    windows (a Dask block's need not be), else ``(dims, tab)`` as they are: a max's flat
+    indices are the same in both. The max forward then takes rows of ``h * w`` (A/B, every
+    dtype: 32x512x7x7 -> 7x7 1.9-2.1x, 16x256x28x3 -> 28x3 3.2-3.6x, 64x256x3x3 -> 3x3
+    1.5-1.6x); not the max backward, whose check of planes of one row goes plane by plane from
+    16 outputs (64x256x5x5 -> 5x5 0.91-0.96x)."""
     if dims[6] == dims[3] and dims[7] == dims[4] and all(
         _sized_axis(*axis) for axis in _axes(tab, dims)[1:]
     ):
@@ -1016,6 +1018,12 @@ _COLUMNS_WIDTH = 8
 #: 0.65-0.84x on 2x3x17 -> 5 and 8x64x100 -> 25, the same on large float32 and float64
 #: problems (memory-bound), but 1.25-1.46x slower on windows of 2.4 (64x512x120 -> 50).
 _ROW_RUN = 3
+
+#: The same for 16-bit inputs of 8 planes or more, which the 8-plane order decodes a block
+#: at a time: windows of 3-7 took 0.55-0.8x the time of the runs order there (bfloat16 and
+#: float16 16x64x50x100 -> (None, 33 ... 14), 64x512x100 -> 33, 8x64x100 -> 25, Zen 4), of 8-10
+#: the same time, longer ones more (100 -> 4: 1.65x).
+_ROW_RUN_16 = 8
 
 #: Average windows of at most this many elements (on average) sum 8 planes side by side,
 #: planes of 8 or more channels: with the planes added as one vector operation (``add_planes``)
