@@ -234,9 +234,9 @@ def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nch
 #: 0.75-0.9x (Zen 4)...
 SHORT_RUN = 6
 #: ... and with int32 keys (float32 and the 16-bit types), whose pass is one vectorised
-#: maximum of key and position, from 3 elements on the pass is faster: windows of 3 2.0-2.2x,
-#: of 4-8 2.2-4.9x (Zen 4, 32x512x36 -> 12 ... 32x512x64 -> 8)
-SHORT_RUN_32 = 2
+#: maximum of key and position, from 2 elements on the pass is faster: windows of 2 1.7-1.9x
+#: (32x512x50 -> 25, 64x512x51 -> 34), of 3 2.0-2.2x, of 4-8 2.2-4.9x (Zen 4)
+SHORT_RUN_32 = 1
 
 
 @numba.njit(inline="always")
