@@ -355,9 +355,8 @@ class Executor:
             geo[k], flats[k] = g, _flat_in_memory_order(flats[k])
         # results in C order, or dense in ``order``: the geometry of their 5-D views, and
         # ravel("K") as for inputs
-        new, rg, flat_r, flat_i = results.allocator, yg, flat, np.ndarray.ravel
-        if self.op.backward:
-            rg = xg
+        new, flat_r, flat_i = results.allocator, flat, np.ndarray.ravel
+        rg = xg if self.op.backward else yg
         if order is not None:
             new = partial(_allocator_in_order, order=order)
             rg = be.dense_geometry(self._view(new(xs if self.op.backward else ys, dt)(), st))

@@ -201,8 +201,8 @@ def test_max_forward_of_windows_that_are_runs(shape, output_size, dtype, skipna,
     otherwise, the general one. Both give the reference's value and index: ties (the first
     maximum), NaN (the last one, or never with skipna), a plane of NaN only, -inf, windows
     over 64 elements, windows of one element, of 3-8 and 9 (scanned element by element up to
-    ``SHORT_RUN`` or ``SHORT_RUN_32``, in passes above), overlapping windows (not upsampling rows, which the
-    general kernel takes)."""
+    ``SHORT_RUN`` or ``SHORT_RUN_32``, in passes above), overlapping windows (not upsampling
+    rows, which the general kernel takes)."""
     x = small_ints(shape, dtype, seed=18, high=3)
     x[np.random.default_rng(19).random(shape) < 0.1] = np.nan
     x[0, 0] = np.nan

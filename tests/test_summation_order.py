@@ -198,6 +198,17 @@ def test_columns_of_whole_planes(shape, osz, dtype, skipna, knobs, monkeypatch):
         assert set(merged) == {name in ("c", "neg")}, name  # (strided rows do not follow)
 
 
+def _avg_order(dtype, dims, row=None):
+    """The average forward's loop order for an input of ``dims`` in C order, its rows ``row``
+    elements apart (``w`` unless given)."""
+    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
+
+    n, c, d, h, w = dims[:5]
+    row = w if row is None else row
+    xg = (0, c * d * h * row, d * h * row, h * row, row, 1)
+    return CpuBackend._avg_order(np.dtype(dtype), xg, dims)
+
+
 @pytest.mark.parametrize(
     "dtype,dims,order",
     [(np.float32, (2, 8, 44, 43, 40, 1, 5, 20), "lanewise"),  # rows of 2, 757 elements a window
@@ -209,11 +220,7 @@ def test_columns_of_whole_planes(shape, osz, dtype, skipna, knobs, monkeypatch):
 def test_narrow_rows_of_large_windows_take_eight_planes(dtype, dims, order):
     """Windows larger than ``_LANEWISE_WINDOW`` whose rows are narrower than ``_ROWS_WIDTH``
     take 8 planes side by side (the direct order's masked load a row is short work there)."""
-    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
-
-    n, c, d, h, w = dims[:5]
-    xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
-    assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
+    assert _avg_order(dtype, dims) == order
 
 
 @pytest.mark.parametrize(
@@ -230,13 +237,8 @@ def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, or
     """Windows one column wide and one row tall take the columns order, whose rows are then
     whole planes (``_plane_rows``), where x's rows follow each other and planes are at least
     3x3; narrower rows of taller windows keep 8 planes side by side."""
-    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
-
-    n, c, d, h, w = dims[:5]
-    row = w + 1 if strided else w
-    xg = (0, c * d * h * row, d * h * row, h * row, row, 1)
     for dtype in (np.float32, np.float64, np.uint16):
-        assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
+        assert _avg_order(dtype, dims, dims[4] + 1 if strided else None) == order
 
 
 @pytest.mark.parametrize(
@@ -250,8 +252,4 @@ def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, or
 def test_short_windows_along_rows_of_16_bit_inputs_take_eight_planes(dtype, dims, order):
     """Windows along rows shorter than 8 take 8 planes side by side where the input is 16-bit
     and has 8 planes or more (``_ROW_RUN_16``), else one vector pass each (``_ROW_RUN``)."""
-    from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
-
-    n, c, d, h, w = dims[:5]
-    xg = (0, c * d * h * w, d * h * w, h * w, w, 1)
-    assert CpuBackend._avg_order(np.dtype(dtype), xg, dims) == order
+    assert _avg_order(dtype, dims) == order

@@ -437,7 +437,7 @@ class CpuBackend:
         # 32x512x7x7 -> 7x7 3.7-4.6x (skipna 4.8-5.5x), 16x256x28x3 -> 28x3 6-7x, 64x256x3x3
         # -> 3x3 1.1-1.8x, 1x32x17x6x4 -> 19x6x4 1.7-2.9x in every dtype; not planes of 2 rows
         # or 2 columns (0.5-1.0x), nor 1-D rows (1024x5 -> 5 0.75x)
-        plane_rows = oh == h > 2 and w > 2 and xg[4] == w * xg[5]
+        plane_rows = h > 2 and w > 2 and _planes_are_rows(dims, xg)
         if (sized_windows and ow == w and w > 1
                 and (w >= kernels.LANES or not lanewise or plane_rows)
                 and (not skipna or _longest(d, od) * _longest(h, oh) < 1 << 31)):  # int32 counts
@@ -912,15 +912,22 @@ def _column_problem(tab: np.ndarray, dims, gg, geometries):
     return (dims, tab) if dims[4] >= _COLUMNS_WIDTH else None
 
 
-def _plane_rows(tab: np.ndarray, dims, *geometries):
-    """``(dims, tab)`` of the same problem with each plane's rows as one row, where windows
-    one column wide (``ow == w``) are one element in h too (``oh == h``) and each plane's rows
-    follow each other in arrays of these geometries; else ``(dims, tab)`` as they are. The
-    columns kernels then take rows of ``h * w``: float32 4x64x8x28x28 -> (1, None, None),
-    forward 0.33 -> 0.17 ms, skipna 0.69 -> 0.25; its skipna backward 0.65 -> 0.24."""
+def _planes_are_rows(dims, *geometries) -> bool:
+    """Whether windows one column wide (``ow == w``) are one element in h too
+    (``oh == h``, more than one row) and each plane's rows follow each other in arrays of these
+    geometries: each plane may then be taken as one row (:func:`_plane_rows`)."""
     n, c, d, h, w, od, oh, ow = dims
-    if h == 1 or oh != h or ow != w or any(g[4] != w * g[5] for g in geometries):
+    return h > 1 and oh == h and ow == w and all(g[4] == w * g[5] for g in geometries)
+
+
+def _plane_rows(tab: np.ndarray, dims, *geometries):
+    """``(dims, tab)`` of the same problem with each plane's rows as one row where
+    :func:`_planes_are_rows`, else ``(dims, tab)`` as they are. The columns kernels then take
+    rows of ``h * w``: float32 4x64x8x28x28 -> (1, None, None), forward 0.33 -> 0.17 ms,
+    skipna 0.69 -> 0.25; its skipna backward 0.65 -> 0.24."""
+    if not _planes_are_rows(dims, *geometries):
         return dims, tab
+    n, c, d, h, w, od, oh, ow = dims
     rows = windows.build_tables((1, h * w), (1, h * w))
     return (n, c, d, 1, h * w, od, 1, h * w), np.concatenate([tab[: 2 * (d + od)], rows])
 
@@ -932,7 +939,7 @@ def _identity_rows(tab: np.ndarray, dims, *geometries) -> tuple:
     dtype: 32x512x7x7 -> 7x7 1.9-2.1x, 16x256x28x3 -> 28x3 3.2-3.6x, 64x256x3x3 -> 3x3
     1.5-1.6x); not the max backward, whose check of planes of one row goes plane by plane from
     16 outputs (64x256x5x5 -> 5x5 0.91-0.96x)."""
-    if dims[6] == dims[3] and dims[7] == dims[4] and all(
+    if _planes_are_rows(dims, *geometries) and all(
         _sized_axis(*axis) for axis in _axes(tab, dims)[1:]
     ):
         return _plane_rows(tab, dims, *geometries)
