@@ -99,13 +99,16 @@ def test_skipna_backward_of_channels_last_x(shape, out, dtype):
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
-     ((2, 9, 4, 5), (7, 9)), ((1, 300, 4, 3), (3, 2)), ((2, 6000, 3, 2), (2, 1))],
+     ((2, 9, 4, 5), (7, 9)), ((1, 300, 4, 3), (3, 2)), ((2, 6000, 3, 2), (2, 1)),
+     ((1, 1500, 3, 10), (2, 5))],
 )
 def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     """Channels-last inputs of 8 channels or more, whose blocks of channels the max forward
     compares side by side (every channel in one block where their state fits 32 KiB: 6000
-    take two or three blocks, the last a partial one), with ties, NaN (whole NaN windows too)
-    and infinities: the reference's values and indices, and the C-order input's bits."""
+    take two or three blocks, the last a partial one; the outputs of a row stored a few at a
+    time: 1500 channels two outputs at a time in float32), with ties, NaN (whole NaN windows
+    too) and infinities: the reference's values and indices, and the C-order input's bits,
+    into C-order results and into channels-last ones."""
     x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties
     x[rand(shape, np.float32, seed=7) > 1.1] = np.nan
     x[rand(shape, np.float32, seed=8) > 1.6] = -np.inf
@@ -122,6 +125,16 @@ def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     y_c, ind_c = fn(x, out, skipna=skipna)
     np.testing.assert_array_equal(_bits(y), _bits(y_c))
     np.testing.assert_array_equal(ind, ind_c)
+    def cl(a):
+        return np.full(a.transpose(perm).shape, -1, a.dtype).transpose(np.argsort(perm))
+
+    y_cl, ind_cl = fn(xv, out, skipna=skipna, out=cl(y), indices_out=cl(ind))
+    assert y_cl.strides[1] == y.itemsize and ind_cl.strides[1] == ind.itemsize
+    np.testing.assert_array_equal(_bits(y_cl), _bits(y))
+    np.testing.assert_array_equal(ind_cl, ind)
+    y_cl, ind_c = fn(xv, out, skipna=skipna, out=cl(y))  # (the indices in C order)
+    np.testing.assert_array_equal(_bits(y_cl), _bits(y))
+    np.testing.assert_array_equal(ind_c, ind)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)

@@ -147,6 +147,8 @@ def test_channels_last_every_window_size_1_to_72(dtype, skipna):
     for n in range(1, 73):
         x = rand((1, 9, n), dtype, seed=n)
         x[:, 1::3] = -0.0  # (windows of -0.0 only: +0.0)
+        x[:, 6] = np.where(rng.random(n) < 0.5, -0.0, 0.0)  # (signed zeros mixed)
+        x[:, 8, rng.random(n) < 0.6] = -0.0
         x[:, 2, n // 2] = np.nan
         x[0, 4, rng.random(n) < 0.3] = np.nan
         x[:, 5] = np.nan

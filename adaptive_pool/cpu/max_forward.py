@@ -397,8 +397,10 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
     j0, jn, jc, jd, jh, jw = ig
     CB = -(-C // block)
     P = block
-    at = np.empty(P, np.int32)  # the in-plane index of each channel's maximum
-    v = np.empty(P, x.dtype)  # and its value as stored
+    # the maxima of up to ``g`` outputs of a row, stored together (_store_outputs)
+    g = max(1, min(OW, _OUTPUT_BUFFER // P))
+    at = np.empty(g * P, np.int32)  # the in-plane index of each channel's maximum
+    v = np.empty(g * P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -412,20 +414,50 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
             w0, w1 = ws[ow], we[ow]
             b = xb + d0 * xd + h0 * xh + w0 * xw
             r0 = np.int32((d0 * H + h0) * W + w0)
+            q0 = ow % g * P
+            vk, ak = v[q0 : q0 + nc], at[q0 : q0 + nc]
             for l in range(nc):
                 # the first element as it is: what folding it into a smallest key gives (a
                 # skipna NaN too: the window of NaN only keeps its first element)
-                at[l], v[l] = r0, x[np.uint64(b + l)]
+                ak[l], vk[l] = r0, x[np.uint64(b + l)]
             for d in range(d0, d1):
                 for h in range(h0, h1):
                     b = xb + d * xd + h * xh
                     q = np.int32((d * H + h) * W)
                     for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
-                        _fold_channels(x, b + w * xw, nc, at, v, q + np.int32(w), skip)
-            for l in range(nc):
-                y[np.uint64(yb + l * yc + ow * yw)] = v[l]
-                ind[np.uint64(jb + l * jc + ow * jw)] = at[l]
+                        _fold_channels(x, b + w * xw, nc, ak, vk, q + np.int32(w), skip)
+            k = ow % g
+            if k == g - 1 or ow == OW - 1:
+                _store_outputs(y, yb, yc, yw, v, ind, jb, jc, jw, at, P, nc, ow - k, k + 1)
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
+
+
+#: Outputs of a row of channels (``g x block``) the max forward of adjacent channels keeps
+#: before storing them (:func:`_store_outputs`).
+_OUTPUT_BUFFER = 1 << 12
+
+
+@numba.njit(inline="always")
+def _store_outputs(y, yb, yc, yw, v, ind, jb, jc, jw, at, P, nc, o0, m):
+    """Store outputs ``o0 .. o0 + m - 1`` of a row of ``nc`` adjacent channels (output ``t``
+    of channel ``l`` at ``v[t * P + l]``, its index at ``at[t * P + l]``): each output's
+    channels as one run where they are adjacent in the results, else each channel's outputs
+    together (a C-order result of a channels-last input). There, one output of every
+    channel at a time wrote two cache lines per channel, an element each (A/B: float32
+    64x512x14x14 -> 5x5 1.19-1.23x, 32x256x56x56 -> 7x7 1.41-1.45x); and a strided loop
+    over the channels, which LLVM vectorises as scattered stores, took adjacent results 1.2x
+    as long."""
+    if yc == 1 and jc == 1:
+        for t in range(m):
+            yo, jo = yb + (o0 + t) * yw, jb + (o0 + t) * jw
+            for l in range(nc):
+                y[np.uint64(yo + l)] = v[t * P + l]
+                ind[np.uint64(jo + l)] = at[t * P + l]
+    else:
+        for l in range(nc):
+            for t in range(m):
+                y[np.uint64(yb + l * yc + (o0 + t) * yw)] = v[t * P + l]
+                ind[np.uint64(jb + l * jc + (o0 + t) * jw)] = at[t * P + l]
 
 
 @numba.njit(**_JIT)
