@@ -593,9 +593,9 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 _combine(cnt, P, filled)
             # the means encoded in a contiguous pass (vectorised), then stored at the
             # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
-            # scalar divisions and conversions before)
-            # (+ 0.0: the sign of a zero sum, see _channel_eight; storing a channel's outputs
-            # together, as the max forward does, took 1.0-1.2x as long in float32 and 16 bits)
+            # scalar divisions and conversions before; storing each channel's outputs
+            # together, as the max forward does, took 1.0-1.2x as long in float32 and 16
+            # bits); + 0.0: the sign of a zero sum, which the lanes leave (_channel_eight)
             for l in range(nc):
                 o[l] = enc(x, _mean(x, a[l] + z, cnt[l] if skip is not None else vol))
             yo = yb + ow * yw
@@ -608,20 +608,19 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
 def _channel_run(x, e, nc, a, cnt, q, first, skip):
     """Add ``x[e:e+nc]`` (one window element of ``nc`` channels) into row ``q`` of the lanes
     ``a`` (and, with :data:`SKIPNA`, its non-NaN count into ``cnt``). A lane's ``first``
-    element is stored as ``v + 0.0`` (the bits of adding it to a lane reset to +0.0): no pass
-    zeroing the rows, no load of them (float16 64x512x14x14 -> 5x5 spent 15% in memset)."""
+    element is stored as it is, not added to a lane of +0.0: no pass zeroing the rows, no load
+    of them (float16 64x512x14x14 -> 5x5 spent 15% in memset); that differs only in the sign
+    of a zero, which the caller's ``sum + 0.0`` sets right (see :func:`_channel_eight`)."""
     z = acc(x, 0)
     if first:
         for l in range(nc):
             v = get(x, e + l)
             if skip is not None:
-                # a NaN keeps its lane's place and adds nothing (+0.0 changes no lane: one
-                # never holds -0.0)
-                ok = v == v
-                a[np.uint64(q + l)] = (v if ok else z) + z
+                ok = v == v  # (a NaN keeps its lane's place and adds nothing)
+                a[np.uint64(q + l)] = v if ok else z
                 cnt[np.uint64(q + l)] = np.int32(ok)
             else:
-                a[np.uint64(q + l)] = v + z
+                a[np.uint64(q + l)] = v
     else:
         for l in range(nc):
             v = get(x, e + l)

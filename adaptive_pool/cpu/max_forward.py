@@ -414,8 +414,8 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
             w0, w1 = ws[ow], we[ow]
             b = xb + d0 * xd + h0 * xh + w0 * xw
             r0 = np.int32((d0 * H + h0) * W + w0)
-            q0 = ow % g * P
-            vk, ak = v[q0 : q0 + nc], at[q0 : q0 + nc]
+            k = ow % g
+            vk, ak = v[k * P : k * P + nc], at[k * P : k * P + nc]
             for l in range(nc):
                 # the first element as it is: what folding it into a smallest key gives (a
                 # skipna NaN too: the window of NaN only keeps its first element)
@@ -426,7 +426,6 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
                     q = np.int32((d * H + h) * W)
                     for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
                         _fold_channels(x, b + w * xw, nc, ak, vk, q + np.int32(w), skip)
-            k = ow % g
             if k == g - 1 or ow == OW - 1:
                 _store_outputs(y, yb, yc, yw, v, ind, jb, jc, jw, at, P, nc, ow - k, k + 1)
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
