@@ -96,6 +96,28 @@ def test_skipna_backward_of_channels_last_x(shape, out, dtype):
 
 @pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_avg_backward_large_results_of_small_planes(dtype, skipna):
+    """A C-order result of more than 4 MiB in 14x14 planes, which the 8-planes backward stores
+    a block of 8 planes at a time as one run (with skipna, +0.0 at x's NaN in the same pass):
+    the bits of the same call into a strided ``out=`` (stored plane by plane), within the
+    reference's ulps, NaN inputs 0, and a last block of 3 planes."""
+    c = -(-(4 << 20) // (14 * 14 * np.dtype(dtype).itemsize) // 8) * 8 + 3
+    x = rand((1, c, 14, 14), dtype, seed=14)
+    x[rand(x.shape, np.float32, seed=15) > 3.0] = np.nan
+    x[0, 5] = np.nan  # a plane without numbers
+    go = rand((1, c, 5, 5), dtype, seed=16, low=0.0)  # (no cancellation: ulps stay meaningful)
+    got = ap.adaptive_avg_pool2d_backward(go, x, skipna=skipna)
+    strided = np.empty((1, c, 14, 15), dtype)[..., :14]
+    ap.adaptive_avg_pool2d_backward(go, x, skipna=skipna, out=strided)
+    np.testing.assert_array_equal(_bits(got), _bits(strided))
+    exact = ref.avg_pool_backward(go, x.shape, 2, x if skipna else None)
+    assert ref.max_ulp(got, exact) <= (1 if np.dtype(dtype).itemsize == 2 else 8)
+    if skipna:
+        assert not got[np.isnan(x)].any()
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),

@@ -23,6 +23,15 @@ from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import LANES, PLAIN, _BODY, _JIT, _chunk, _step, _stream, _unravel
 
 
+#: The 8-planes backward stores a block of planes as one run (``seq`` in
+#: :func:`_avg_backward_lanes_chunk`) where it holds at most this many elements and the result
+#: more than :data:`SEQ_RESULT` bytes. Out of the cache, one stream of stores beats eight
+#: interleaved ones (float32 64x512x14x14 -> 5x5 1.10-1.23x); blocks of 28x28 planes (25 KB)
+#: no longer fit L1 beside the rows (0.77x), and results in the cache lose the extra pass
+#: (4x16x28x28 -> 7x7 and 8x64x100 -> 300, 0.88-0.90x).
+SEQ_BLOCK = 2048
+SEQ_RESULT = 4 << 20
+
 #: The largest work item (bytes of x) whose NaN-skipping average backward prefetches the next
 #: item's x while it stores its own (see :func:`_avg_backward_chunk`).
 PREFETCH_ITEM = 64 << 10
@@ -673,6 +682,16 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     x_bits = fused and x_run and W <= 64
     x_count = fused and x_run and not x_bits and H * W >= 4 * OH * OW
     mask = skip is not None and not (x_run and (x_bits or x_count or not fused))
+    # C-order results of one d larger than the cache is likely to hold, whose block of 8 small
+    # planes is one run: transposed into ``blk`` (in L1) and stored in one unit-stride pass
+    # rather than 8 interleaved ones (with skipna, where x's 8 planes are one run too, +0.0 at
+    # its NaN in the same pass)
+    seq = (plane_run and ic == H * W and LANES * H * W <= SEQ_BLOCK
+           and gi.size * gi.itemsize > SEQ_RESULT)
+    x_seq = seq and skip is not None and not mask and xc == H * W
+    seq = seq and (x_seq or not decodes(gi))
+    boff = np.arange(LANES) * (H * W)
+    blk = scratch(go, LANES * H * W if seq else 0)
     okv = np.empty(H * WL if mask else 0, np.int32)
     colc = np.empty(WL if fused and not (x_bits or x_count) else 0, np.int32)
     colp = np.zeros(W if x_count else 0, np.int32)
@@ -795,15 +814,22 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 # are 64 bytes, took 0.9x as long so on 64x512x14x14 -> 5x5, 1.3x on
                 # 8x128x8x14x14 -> 3x5x5); element k of each plane in turn, it paid a shuffle
                 # and a 16-byte store per 4 elements
-                _store_lane_rows(gi, ib, ioff, rows, enc_rows, H * W)
+                if seq:
+                    store_planes(blk, 0, boff, rows, 0, H * W)
+                    if x_seq:
+                        store_numbers(gi, ib, 1, LANES * H * W, blk, 0, x, xb, 1)
+                    else:
+                        store_row(gi, ib, 1, LANES * H * W, blk, 0)
+                else:
+                    _store_lane_rows(gi, ib, ioff, rows, enc_rows, H * W)
             else:
                 # each plane stored as one run: 1.4x (float32) to 2x (bfloat16) on 7x7 planes
                 # against stores interleaved over the LANES planes, row by row
                 for l in range(nl):
                     for k in range(H * W):
                         put(gi, ib + l * ic + k, rows[np.uint64(k * LANES + l)])
-            if skip is not None and not mask:  # NaN inputs get +0.0
-                for l in range(nl):
+            if skip is not None and not mask and not (x_seq and nl == LANES):
+                for l in range(nl):  # NaN inputs get +0.0
                     run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
         else:
             for h in range(H):
