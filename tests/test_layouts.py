@@ -44,11 +44,12 @@ def _same_values(view, base):
 @pytest.mark.parametrize(
     "shape,out",
     [((2, 19, 9, 10), (4, 3)), ((3, 8, 7, 7), (1, 1)), ((1, 16, 5, 7, 6), (2, 3, 4)),
-     ((1, 300, 4, 3), (3, 2))],
+     ((1, 300, 4, 3), (3, 2)), ((2, 600, 9, 10), (4, 3))],
 )
 def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     """Channels-last inputs of 8 channels or more, which the average forward reads a block of
-    channels at a time (300: a full block of 256 and a last one of 44), give the C-order
+    channels at a time (all of them where there are output rows for every thread: 600 in one
+    block on two threads; 300 of 3 rows: split, a block of 256 and one of 44), give the C-order
     input's bits."""
     x = rand(shape, dtype, seed=4)
     x[rand(shape, np.float32, seed=5) > 1.2] = np.nan

@@ -25,10 +25,12 @@ from .work import LANES, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _step, _
 WINDOWS_AHEAD = 8192
 
 
-#: Channels a work item of the channels-last average (:func:`avg_pool_channels`) takes side by
-#: side, a unit-stride run of them each window element. 256 rather than 128: longer runs are
-#: read closer to memory speed (seven alternated rounds on Zen 4, medians: float32 32x256x56x56
-#: -> 7x7 9.7 -> 7.6 ms, float16 64x512x14x14 -> 5x5 2.84 -> 2.24, float64 18.0 -> 13.6).
+#: The fewest channels a work item of the channels-last average (:func:`avg_pool_channels`)
+#: takes side by side, a unit-stride run of them each window element, where the backend splits
+#: the channels to give every thread work. Otherwise an item takes them all: longer runs are
+#: read closer to memory speed (128 -> 256, medians of seven alternated rounds on Zen 4: float32
+#: 32x256x56x56 -> 7x7 9.7 -> 7.6 ms, float16 64x512x14x14 -> 5x5 2.84 -> 2.24, float64 18.0
+#: -> 13.6; 256 -> all of them: see ``cpu/backend.py``, ``_channel_block``).
 CHANNEL_BLOCK = 256
 
 
@@ -545,14 +547,14 @@ def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at, cnt, skip):
 
 
 @numba.njit(**_BODY)
-def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
+def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, _, xd, xh, xw = xg
     yc, yw = yg[2], yg[5]
-    CB = -(-C // CHANNEL_BLOCK)
-    P = CHANNEL_BLOCK
+    CB = -(-C // block)
+    P = block
     a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     o = np.empty(P, x.dtype)
@@ -633,17 +635,18 @@ def _channel_run(x, e, nc, a, cnt, q, first, skip):
 
 
 @numba.njit(**_JIT)
-def avg_pool_channels(at, x, xg, y, yg, tab, dims, skip, nchunk):
+def avg_pool_channels(at, x, xg, y, yg, tab, dims, block, skip, nchunk):
     """The average forward of inputs whose channels are adjacent in memory (``xc == 1``:
-    PyTorch's channels-last layout): up to :data:`CHANNEL_BLOCK` channels at a time, each
+    PyTorch's channels-last layout): ``block`` channels at a time, each
     window element a unit-stride run of them added into its lane's row of a ``32 x
-    CHANNEL_BLOCK`` accumulator (the contract's lane order, per channel), then the halving
+    block`` accumulator (the contract's lane order, per channel), then the halving
     steps on whole rows; windows of 9-64 elements take eight lanes at a time in registers
     (:func:`_channel_eight`). A work item is one output row of a block of channels. The
     8-plane order read such an input 8 channels at a time, a half cache line (float32
     channels-last 64x512x14x14 -> 5x5 7.0 ms against PyTorch's 1.71)."""
     for ch in prange(nchunk):
-        call(_avg_channels_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+        call(_avg_channels_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, block, skip,
+                                       nchunk))
 
 
 def _narrow(x):  # pragma: no cover - typing stub
