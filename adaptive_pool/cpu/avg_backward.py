@@ -26,7 +26,7 @@ from .work import LANES, PLAIN, _BODY, _JIT, _chunk, _step, _stream, _unravel
 #: The 8-planes backward stores a block of planes as one run (``seq`` in
 #: :func:`_avg_backward_lanes_chunk`) where it holds at most this many elements and the result
 #: more than :data:`SEQ_RESULT` bytes. Out of the cache, one stream of stores beats eight
-#: interleaved ones (float32 64x512x14x14 -> 5x5 1.10-1.23x); blocks of 28x28 planes (25 KB)
+#: interleaved ones (float32 64x512x14x14 -> 5x5 1.05-1.24x); blocks of 28x28 planes (25 KB)
 #: no longer fit L1 beside the rows (0.77x), and results in the cache lose the extra pass
 #: (4x16x28x28 -> 7x7 and 8x64x100 -> 300, 0.88-0.90x).
 SEQ_BLOCK = 2048

@@ -851,9 +851,9 @@ def _channel_block(c: int, rows: int) -> int:
     of all channels): all of them, each window element read as one run of the whole pixel,
     unless that leaves fewer than ``4 * threads`` items; then split, down to
     :data:`~adaptive_pool.cpu.kernels.CHANNEL_BLOCK`. Against blocks of 256 (A/B, Zen 4, same
-    bits): 64x512x14x14 -> 5x5 float32 1.19-1.32x, float64 1.03-1.06x, bfloat16 0.96-1.09x;
-    128x2048x7x7 -> 1x1 float32 1.40-1.45x, float64 1.35x, bfloat16 1.65x; windows of 196
-    elements (32 rows of accumulators), 4x2048x28x28 -> 2x2 float64, 2.0x."""
+    bits): 64x512x14x14 -> 5x5 float32 1.09-1.32x, float64 1.03-1.07x, 16-bit 0.95-1.09x;
+    128x2048x7x7 -> 1x1 1.37-1.62x; windows of 196 elements (32 rows of accumulators),
+    4x2048x28x28 -> 2x2 float64, 1.53x."""
     parts = -(-4 * _threads() // max(rows, 1))
     return max(min(c, kernels.CHANNEL_BLOCK), -(-c // parts))
 
