@@ -50,7 +50,8 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     """Channels-last inputs of 8 channels or more, which the average forward reads a block of
     channels at a time (all of them where there are output rows for every thread: 600 in one
     block on two threads; 300 of 3 rows: split, a block of 256 and one of 44), give the C-order
-    input's bits."""
+    input's bits, into C-order and channels-last results (float64 stores a row's outputs of
+    each channel together)."""
     x = rand(shape, dtype, seed=4)
     x[rand(shape, np.float32, seed=5) > 1.2] = np.nan
     perm = (0, *range(2, x.ndim), 1)
@@ -60,6 +61,9 @@ def test_avg_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d")
     want = fn(x, out, skipna=skipna)
     np.testing.assert_array_equal(_bits(fn(xv, out, skipna=skipna)), _bits(want))
+    into = channels_last(np.empty_like(want))  # (a result whose channels are adjacent too)
+    fn(xv, out, skipna=skipna, out=into)
+    np.testing.assert_array_equal(_bits(into), _bits(want))
 
 
 @pytest.mark.parametrize("skipna", [False, True])
