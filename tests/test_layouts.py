@@ -152,6 +152,7 @@ def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     y_c, ind_c = fn(x, out, skipna=skipna)
     np.testing.assert_array_equal(_bits(y), _bits(y_c))
     np.testing.assert_array_equal(ind, ind_c)
+
     def cl(a):
         return np.full(a.transpose(perm).shape, -1, a.dtype).transpose(np.argsort(perm))
 

@@ -686,10 +686,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # planes is one run: transposed into ``blk`` (in L1) and stored in one unit-stride pass
     # rather than 8 interleaved ones (with skipna, where x's 8 planes are one run too, +0.0 at
     # its NaN in the same pass)
-    seq = (plane_run and ic == H * W and LANES * H * W <= SEQ_BLOCK
-           and gi.size * gi.itemsize > SEQ_RESULT)
-    x_seq = seq and skip is not None and not mask and xc == H * W
-    seq = seq and (x_seq or not decodes(gi))
+    one_run = (plane_run and ic == H * W and LANES * H * W <= SEQ_BLOCK
+               and gi.size * gi.itemsize > SEQ_RESULT)
+    x_seq = one_run and skip is not None and not mask and xc == H * W
+    seq = one_run and (x_seq or not decodes(gi))
     boff = np.arange(LANES) * (H * W)
     blk = scratch(go, LANES * H * W if seq else 0)
     okv = np.empty(H * WL if mask else 0, np.int32)

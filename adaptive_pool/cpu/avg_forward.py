@@ -13,7 +13,10 @@ from ..windows import axes_layout
 from .access import acc, decodes, enc, get, load_row, prefetch_to, put, scratch, store_row
 from .calls import call
 from .lanes import add_block, add_planes, interleave_planes, rows_sum, run_sum, vector_runs
-from .work import LANES, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _step, _stream, _unravel
+from .work import (
+    LANES, OUTPUT_BUFFER, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _step, _store_outputs,
+    _stream, _unravel,
+)
 
 
 #: How far ahead of its reads the average forward over contiguous windows, one an item
@@ -24,10 +27,6 @@ from .work import LANES, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _step, _
 #: 0.86-0.95x as fast 8 KiB ahead).
 WINDOWS_AHEAD = 8192
 
-
-#: Outputs of a row of channels (``g x block``) the channels-last float64 average keeps before
-#: storing them.
-_OUTPUT_BUFFER = 1 << 12
 
 #: The fewest channels a work item of the channels-last average (:func:`avg_pool_channels`)
 #: takes side by side, a unit-stride run of them each window element, where the backend splits
@@ -566,7 +565,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     # one output of each went to a line of its own: 64x512x14x14 -> 5x5 1.12-1.17x, skipna
     # 1.14x). Narrower results' planes stay in L1 and lost by it (float32 0.97x, 16-bit
     # 0.66-0.81x)
-    g = max(1, min(OW, _OUTPUT_BUFFER // P)) if x.itemsize == 8 else 1
+    g = max(1, min(OW, OUTPUT_BUFFER // P)) if x.itemsize == 8 else 1
     o = np.empty(g * P, x.dtype)
     z = acc(x, 0)
     eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
@@ -616,10 +615,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
                 for l in range(nc):
                     y[np.uint64(yo + l * yc)] = o[l]
             elif k == g - 1 or ow == OW - 1:
-                o0 = yb + (ow - k) * yw
-                for l in range(nc):
-                    for t in range(k + 1):
-                        y[np.uint64(o0 + l * yc + t * yw)] = o[np.uint64(t * P + l)]
+                _store_outputs(y, yb, yc, yw, o, P, nc, ow - k, k + 1)
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
 
 

@@ -11,7 +11,9 @@ from numba.extending import overload
 from ..windows import axes_layout
 from .access import dec, key, key_nan
 from .calls import call
-from .work import _BODY, _JIT, _forward_item, _chunk, _step, _unravel
+from .work import (
+    OUTPUT_BUFFER, _BODY, _JIT, _forward_item, _chunk, _step, _store_outputs, _unravel,
+)
 
 
 @numba.njit(inline="always")
@@ -398,7 +400,7 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
     CB = -(-C // block)
     P = block
     # the maxima of up to ``g`` outputs of a row, stored together (_store_outputs)
-    g = max(1, min(OW, _OUTPUT_BUFFER // P))
+    g = max(1, min(OW, OUTPUT_BUFFER // P))
     at = np.empty(g * P, np.int32)  # the in-plane index of each channel's maximum
     v = np.empty(g * P, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
@@ -427,36 +429,9 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
                     for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
                         _fold_channels(x, b + w * xw, nc, ak, vk, q + np.int32(w), skip)
             if k == g - 1 or ow == OW - 1:
-                _store_outputs(y, yb, yc, yw, v, ind, jb, jc, jw, at, P, nc, ow - k, k + 1)
+                _store_outputs(y, yb, yc, yw, v, P, nc, ow - k, k + 1)
+                _store_outputs(ind, jb, jc, jw, at, P, nc, ow - k, k + 1)
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
-
-
-#: Outputs of a row of channels (``g x block``) the max forward of adjacent channels keeps
-#: before storing them (:func:`_store_outputs`).
-_OUTPUT_BUFFER = 1 << 12
-
-
-@numba.njit(inline="always")
-def _store_outputs(y, yb, yc, yw, v, ind, jb, jc, jw, at, P, nc, o0, m):
-    """Store outputs ``o0 .. o0 + m - 1`` of a row of ``nc`` adjacent channels (output ``t``
-    of channel ``l`` at ``v[t * P + l]``, its index at ``at[t * P + l]``): each output's
-    channels as one run where they are adjacent in the results, else each channel's outputs
-    together (a C-order result of a channels-last input). There, one output of every
-    channel at a time wrote two cache lines per channel, an element each (A/B: float32
-    64x512x14x14 -> 5x5 1.19-1.23x, 32x256x56x56 -> 7x7 1.41-1.45x); and a strided loop
-    over the channels, which LLVM vectorises as scattered stores, took adjacent results 1.2x
-    as long."""
-    if yc == 1 and jc == 1:
-        for t in range(m):
-            yo, jo = yb + (o0 + t) * yw, jb + (o0 + t) * jw
-            for l in range(nc):
-                y[np.uint64(yo + l)] = v[t * P + l]
-                ind[np.uint64(jo + l)] = at[t * P + l]
-    else:
-        for l in range(nc):
-            for t in range(m):
-                y[np.uint64(yb + l * yc + (o0 + t) * yw)] = v[t * P + l]
-                ind[np.uint64(jb + l * jc + (o0 + t) * jw)] = at[t * P + l]
 
 
 @numba.njit(**_JIT)
