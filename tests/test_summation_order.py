@@ -255,3 +255,55 @@ def test_short_windows_along_rows_of_16_bit_inputs_take_eight_planes(dtype, dims
     """Windows along rows shorter than 8 take 8 planes side by side where the input is 16-bit
     and has 8 planes or more (``_ROW_RUN_16``), else one vector pass each (``_ROW_RUN``)."""
     assert _avg_order(dtype, dims) == order
+
+
+# (shape, output size) of the 8-plane order's blocks of more planes: 24 to 37 planes, windows of
+# 1 to 100 elements, a last block of fewer planes and a last 8 of fewer still (37 = 24 + 13)
+WIDE_CASES = [
+    ((1, 37, 14, 14), (5, 5)),  # windows of 9-16
+    ((1, 24, 7, 7), (1, 1)),  # 49: eight lanes at a time, all 32 rows
+    ((1, 24, 10, 10), (1, 1)),  # 100: each element into its row
+    ((1, 24, 6, 7), (4, 5)),  # 2-6
+    ((1, 24, 3, 4), (5, 7)),  # upsampling: 1-2
+    ((2, 12, 11, 13), (2, 3)),  # 30-42, samples taken as more planes
+    ((1, 24, 4, 6, 6), (2, 3, 3)),  # 3-D windows of 8-18
+]
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+def test_lanewise_blocks_of_planes_side_by_side(dtype, skipna, knobs):
+    """The 8-plane order takes blocks of more planes where their rows are unit-stride runs
+    (``_lanewise_block``, its minimum lowered so that small shapes take it): copied side by
+    side and summed as the channels of a channels-last input. The contract's bits, from C-order
+    planes and from planes that do not follow each other, into C-order and channels-last
+    results; windows of -0.0 alone give +0.0."""
+    from adaptive_pool.cpu import backend
+    from adaptive_pool.cpu.lanes import vector_runs
+    from adaptive_pool.dtypes import SUPPORTED
+
+    rng = np.random.default_rng(11)
+    knobs(_FORCE_ORDER="lanewise", _WIDE_MIN=16)
+    for shape, osz in WIDE_CASES:
+        rank = len(osz)
+        x = rand(shape, dtype, seed=shape[1] + shape[-1])
+        if skipna:
+            x[rng.random(shape) < 0.3] = np.nan
+            x[:, 2] = np.nan  # a plane of NaN only
+        x[:, 1] = -0.0
+        storage = SUPPORTED[x.dtype].storage  # (float16 without F16C: 8 planes only)
+        block = backend._lanewise_block(shape[0] * shape[1], int(np.prod(shape[2:])),
+                                        (0, 0, 0, 0, 0, 1), storage)
+        assert block > backend.kernels.LANES or not vector_runs(storage)
+        want = ref.avg_pool_in_order(x, osz, rank, skipna)
+        fn = getattr(ap, f"adaptive_avg_pool{rank}d")
+        apart = np.zeros((shape[0], 2 * shape[1]) + shape[2:], dtype)
+        apart[:, ::2] = x  # planes two apart, rows unit-stride runs
+        for name, v in (("c", x), ("planes apart", apart[:, ::2])):
+            got = fn(v, osz, skipna=skipna)
+            np.testing.assert_array_equal(bits(got), bits(want), err_msg=f"{name} {shape}")
+            into = channels_last(np.empty_like(want))
+            fn(v, osz, skipna=skipna, out=into)
+            np.testing.assert_array_equal(bits(into), bits(want), err_msg=f"{name} {shape} cl")
+        zeros = want[:, 1].astype(np.float32)
+        assert (zeros == 0).all() and not np.signbit(zeros).any()

@@ -60,8 +60,8 @@ def _add_planes(a, q, src, o, poff, cnt, skip):
 
 
 @numba.njit
-def _interleave(dst, o, src, b, poff, n):
-    interleave_planes(dst, o, src, b, poff, n)
+def _interleave(dst, o, stride, src, b, poff, n):
+    interleave_planes(dst, o, stride, src, b, poff, n)
 
 
 @numba.njit
@@ -212,22 +212,24 @@ def test_column_counts_over_rows(dtype, step):
             np.testing.assert_array_equal(col, want)
 
 
+@pytest.mark.parametrize("stride", [PLANES, 3 * PLANES])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_planes_interleaved(dtype):
-    """``interleave_planes`` puts element i of plane l at ``8 i + l``, decoded, for runs of
-    every length around its blocks of 8, and writes nothing else."""
+def test_planes_interleaved(dtype, stride):
+    """``interleave_planes`` puts element i of plane l at ``stride * i + l``, decoded, for
+    runs of every length around its blocks of 8 (side by side with others where ``stride`` is
+    wider than the 8 planes), and writes nothing else."""
     rng = np.random.default_rng(9)
     acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
     for n in (0, 1, 7, 8, 9, 16, 23, 70):
         src = rng.standard_normal(600).astype(dtype)
         src[rng.random(src.size) < 0.1] = np.nan
         poff = rng.integers(0, 500, PLANES).astype(np.int64)
-        dst = np.full(2 * GUARD + PLANES * n, 9.0, acc)
-        _interleave(dst, GUARD, src.view(STORAGE[src.dtype]), 3, poff, n)
+        dst = np.full(2 * GUARD + stride * n, 9.0, acc)
+        _interleave(dst, GUARD, stride, src.view(STORAGE[src.dtype]), 3, poff, n)
         want = np.full_like(dst, 9.0)
         if n:
-            want[GUARD : GUARD + PLANES * n] = np.stack(
-                [src[3 + p : 3 + p + n] for p in poff], axis=1).astype(acc).ravel()
+            rows = want[GUARD : GUARD + stride * n].reshape(n, stride)
+            rows[:, :PLANES] = np.stack([src[3 + p : 3 + p + n] for p in poff], axis=1)
         np.testing.assert_array_equal(dst, want)
 
 

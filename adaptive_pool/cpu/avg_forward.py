@@ -255,17 +255,18 @@ def _sum_rows_impl(x, b, nw, nh, hstep, nd, dstep, skip):
     return lambda x, b, nw, nh, hstep, nd, dstep, skip: (acc(x, 0), np.int64(0))
 
 
-def _interleave(band, o, x, b, poff, n):  # pragma: no cover - typing stub
+def _interleave(band, o, stride, x, b, poff, n):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
 @overload(_interleave, inline="always")
-def _interleave_impl(band, o, x, b, poff, n):
+def _interleave_impl(band, o, stride, x, b, poff, n):
     """:func:`~adaptive_pool.cpu.lanes.interleave_planes` where it reads ``x``'s storage;
     elsewhere a stand-in, as :func:`_sum_rows`."""
     if vector_runs(x.dtype):
-        return lambda band, o, x, b, poff, n: interleave_planes(band, o, x, b, poff, n)
-    return lambda band, o, x, b, poff, n: None
+        return lambda band, o, stride, x, b, poff, n: interleave_planes(
+            band, o, stride, x, b, poff, n)
+    return lambda band, o, stride, x, b, poff, n: None
 
 
 @numba.njit(**_BODY)
@@ -549,6 +550,55 @@ def _channel_eight(x, eo, i, s, rows, vol, nc, a, q, at, cnt, skip):
             cnt[np.uint64(q + l)] += (c1 + c5) + (c3 + c7)
 
 
+@numba.njit(inline="always")
+def _output_group(x, OW, P):
+    """How many outputs of a row the channels-last average keeps before storing them: float64
+    means of up to ``OUTPUT_BUFFER // P`` outputs, then each channel's stored together into a
+    C-order result (a row's 512 channel planes of 25 outputs span 100 KB there, and one output
+    of each went to a line of its own: 64x512x14x14 -> 5x5 1.12-1.17x, skipna 1.14x).
+    Narrower results' planes stay in L1 and lost by it (float32 0.97x, 16-bit 0.66-0.81x)."""
+    return max(1, min(OW, OUTPUT_BUFFER // P)) if x.itemsize == 8 else 1
+
+
+@numba.njit(inline="always")
+def _channel_window(src, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, nc, P, a, cnt, eo, at, o,
+                    skip):
+    """``o[:nc]``: the means (encoded in ``o``'s dtype) of window ``[d0, d1) x [h0, h1) x [w0,
+    w1)`` of ``nc`` channels adjacent in ``src``, element ``(d, h, w)`` of channel ``l`` at
+    ``src[xb + d * xd + h * xh + w * xw + l]``. Scratch: ``a`` (and with :data:`SKIPNA`
+    ``cnt``) of ``SUM_LANES * P``, row r the contract's lane r of every channel; ``eo`` and
+    ``at`` for :func:`_channel_eight`."""
+    z = acc(src, 0)
+    vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
+    rows = _rows_in_use(vol)
+    # eight lanes at a time in registers (_channel_eight), their sums in rows; other windows
+    # each element into its lane's row
+    eight = 8 < vol <= 2 * SUM_LANES
+    k = 0
+    for d in range(d0, d1):
+        for h in range(h0, h1):
+            b = xb + d * xd + h * xh
+            for w in range(w0, w1):
+                if eight:
+                    eo[k] = b + w * xw
+                else:
+                    _channel_run(src, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P, k < rows,
+                                 skip)
+                k += 1
+    filled = rows // 8 if eight else rows
+    if eight:
+        for i in range(filled):
+            _channel_eight(src, eo, i, filled, rows, vol, nc, a, i * P, at, cnt, skip)
+    _combine(a, P, filled)
+    if skip is not None:
+        _combine(cnt, P, filled)
+    # the means encoded in a contiguous pass (vectorised), stored by the caller (float16
+    # 64x512x14x14 -> 5x5: a third of the time in scalar divisions and conversions before);
+    # + 0.0: the sign of a zero sum, which the lanes leave (_channel_eight)
+    for l in range(nc):
+        o[l] = enc(o, _mean(src, a[l] + z, cnt[l] if skip is not None else vol))
+
+
 @numba.njit(**_BODY)
 def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
@@ -558,16 +608,10 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     yc, yw = yg[2], yg[5]
     CB = -(-C // block)
     P = block
-    a = scratch(x, SUM_LANES * P)  # row r: lane r of the contract's order, for each channel
+    a = scratch(x, SUM_LANES * P)
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
-    # float64 means of up to ``g`` outputs of a row kept, then each channel's stored together
-    # into a C-order result (a row's 512 channel planes of 25 outputs span 100 KB there, and
-    # one output of each went to a line of its own: 64x512x14x14 -> 5x5 1.12-1.17x, skipna
-    # 1.14x). Narrower results' planes stay in L1 and lost by it (float32 0.97x, 16-bit
-    # 0.66-0.81x)
-    g = max(1, min(OW, OUTPUT_BUFFER // P)) if x.itemsize == 8 else 1
+    g = _output_group(x, OW, P)
     o = np.empty(g * P, x.dtype)
-    z = acc(x, 0)
     eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
     at = np.empty(24, np.int64)  # and those of eight of its lanes
     ws = tab[sw : sw + OW]
@@ -578,39 +622,10 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, _, nc = _forward_item(tab, dims, xg, yg, P, oh, od, cb, n)
         for ow in range(OW):
-            w0, w1 = ws[ow], we[ow]
-            vol = (d1 - d0) * (h1 - h0) * (w1 - w0)
-            rows = _rows_in_use(vol)
-            # eight lanes at a time in registers (_channel_eight), their sums in rows; other
-            # windows each element into its lane's row
-            eight = 8 < vol <= 2 * SUM_LANES
-            k = 0
-            for d in range(d0, d1):
-                for h in range(h0, h1):
-                    b = xb + d * xd + h * xh
-                    for w in range(w0, w1):
-                        if eight:
-                            eo[k] = b + w * xw
-                        else:
-                            _channel_run(x, b + w * xw, nc, a, cnt, (k & (rows - 1)) * P,
-                                         k < rows, skip)
-                        k += 1
-            filled = rows // 8 if eight else rows
-            if eight:
-                for i in range(filled):
-                    _channel_eight(x, eo, i, filled, rows, vol, nc, a, i * P, at, cnt, skip)
-            _combine(a, P, filled)
-            if skip is not None:
-                _combine(cnt, P, filled)
-            # the means encoded in a contiguous pass (vectorised), then stored at the
-            # result's channel stride (float16 64x512x14x14 -> 5x5: a third of the time in
-            # scalar divisions and conversions before); + 0.0: the sign of a zero sum, which
-            # the lanes leave (_channel_eight)
             k = ow % g
-            ok = o[k * P : k * P + nc]
-            for l in range(nc):
-                ok[l] = enc(x, _mean(x, a[l] + z, cnt[l] if skip is not None else vol))
-            if g == 1:
+            _channel_window(x, xb, xd, xh, xw, d0, d1, h0, h1, ws[ow], we[ow], nc, P, a, cnt,
+                            eo, at, o[k * P :], skip)
+            if g == 1:  # (stored at the result's channel stride)
                 yo = yb + ow * yw
                 for l in range(nc):
                     y[np.uint64(yo + l * yc)] = o[l]
@@ -691,37 +706,49 @@ def _plane_offsets(poff, nl, stride):
 
 
 @numba.njit(inline="always")
-def _interleave_band(x, xb, nl, xd, xh, d0, d1, h0, h1, W, band, poff):
-    """Copy the band ``d0:d1, h0:h1`` of 8 planes of unit-stride rows (plane l at ``xb +
-    poff[l]``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
-    nh + h - h0) * W + w) * LANES + l]``, decoded (``nl == 0`` copies nothing). Returns ``(band,
-    base, d, h, w strides)``. Rows, or the whole band, that are one run of memory are one
-    copy (one call site: compile time)."""
+def _interleave_band(x, xb, xc, nl, xd, xh, d0, d1, h0, h1, W, band, poff, P):
+    """Copy the band ``d0:d1, h0:h1`` of ``nl`` planes of unit-stride rows (plane l at ``xb +
+    l * xc``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
+    nh + h - h0) * W + w) * P + l]``, decoded, 8 planes at a time (a last 8 of fewer repeat
+    their last plane; ``nl == 0`` copies nothing). Returns ``(band, base, d, h, w strides)``.
+    Rows, or the whole band, that are one run of memory are one copy (one call site: compile
+    time)."""
     nd, nh = d1 - d0, h1 - h0
     run = xh == W and (nd == 1 or xd == nh * W)
     nr, L = (1, nd * nh * W) if run else (nd * nh, W)
-    for r in range(nr if nl > 0 else 0):
-        d, h = r // nh, r % nh
-        _interleave(band, r * L * LANES, x, xb + (d0 + d) * xd + (h0 + h) * xh, poff, L)
-    return band, 0, nh * W * LANES, W * LANES, LANES
+    for g in range(0, nl, LANES):
+        _plane_offsets(poff, min(LANES, nl - g), xc)
+        for r in range(nr):
+            d, h = r // nh, r % nh
+            _interleave(band, r * L * P + g, P, x, xb + g * xc + (d0 + d) * xd + (h0 + h) * xh,
+                        poff, L)
+    return band, 0, nh * W * P, W * P, P
 
 
 @numba.njit(**_BODY)
-def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
+def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_lanewise`."""
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, xc, xd, xh, xw = xg
     yc, yw = yg[2], yg[5]
-    CB = (C + LANES - 1) // LANES
+    P = block
+    CB = (C + P - 1) // P
     r_lo, r_hi = _chunk(ch, nchunk, N * CB * OD * OH)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
-    a = scratch(x, SUM_LANES * LANES)
+    a = scratch(x, SUM_LANES * P)
     # int32 counts (the backend sends windows of 2**31 elements or more elsewhere): one
     # vector of 8 beside the 8 sums, where int64 took two; a row of them per lane, like the
     # sums, so that no addition waits on the last one's count (one row: 2x the plain time)
-    cnt = np.empty(SUM_LANES * LANES, np.int32)
+    cnt = np.empty(SUM_LANES * P, np.int32)
+    # more than LANES planes a block (the backend's choice where they are copied whole):
+    # summed as the channels of a channels-last input (_channel_window), a row's means then
+    # stored each plane's together
+    wide = P > LANES
+    o = np.empty(OW * P if wide else 0, x.dtype)
+    eo = np.empty(2 * SUM_LANES if wide else 0, np.int64)
+    at = np.empty(24 if wide else 0, np.int64)
     poff = np.empty(LANES, np.int64)
     band = scratch(x, 0)
     # copies of unit-stride rows are interleaved (the 8 planes' elements side by side)
@@ -733,13 +760,13 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     last = -1  # the block of planes (n * CB + cb) that ``band`` holds whole
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
-        d0, d1, h0, h1, _, xb, yb, vdh, nl = _forward_item(tab, dims, xg, yg, LANES, oh, od, cb, n)
+        d0, d1, h0, h1, _, xb, yb, vdh, nl = _forward_item(tab, dims, xg, yg, P, oh, od, cb, n)
         # planes that fit band_limit are copied whole, once for all their output rows; other
         # bands are copied each time (float64 ones are read in place: _narrow)
         whole = nl * D * H * W <= band_limit
         copy = whole or _narrow(x)
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
-        need = (LANES if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
+        need = (P if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
         if copy and band.size < need:
             band = scratch(x, need)
         blk = n * CB + cb
@@ -748,10 +775,9 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
         side = copy and inter
         if side:
             if whole and ndec > 0:  # the next block's planes are read next: fetched now
-                pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * LANES * xc, end)
-            _plane_offsets(poff, nl, xc)
+                pf = prefetch_to(x, max(pf, xb + nl * xc), xb + 2 * P * xc, end)
             bx, bb, bd, bh, bw = _interleave_band(
-                x, xb, ndec, xd, xh, bd0, bd1, bh0, bh1, W, band, poff
+                x, xb, xc, ndec, xd, xh, bd0, bd1, bh0, bh1, W, band, poff, P
             )
             e0 = f0 = 0
         else:
@@ -766,7 +792,12 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
             _plane_offsets(poff, nl, bc)
         # the window in the band's coordinates (its origin is (bd0, bh0) of the planes)
         e0, e1, f0, f1 = e0 + d0 - bd0, e0 + d1 - bd0, f0 + h0 - bh0, f0 + h1 - bh0
-        for ow in range(OW):
+        if wide:
+            for ow in range(OW):
+                _channel_window(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws[ow], we[ow], nl, P, a,
+                                cnt, eo, at, o[ow * P :], skip)
+            _store_outputs(y, yb, yc, yw, o, P, nl, 0, OW)
+        for ow in range(0 if wide else OW):
             w0, w1 = ws[ow], we[ow]
             vol = vdh * (w1 - w0)
             rows = _rows_in_use(vol)
@@ -794,7 +825,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
 
 
 @numba.njit(**_JIT)
-def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
+def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk):
     """The average forward for small windows: ``LANES`` planes side by side, so the loop
     overhead of a small window is paid once for all of them; a work item is one output row of
     ``LANES`` planes. The accumulator is ``32 x LANES`` (lane-major), each of its rows a lane
@@ -808,10 +839,18 @@ def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, skip, nchunk):
     was half the time; other strides one plane after the other (:func:`_decode_band`).
     Copied, the 8 planes are read from memory one after the other, then side by side from
     cache: reading them side by side from memory took 2-2.8x as long in float32 and up to 2.2x
-    in float64 (Zen 5)."""
+    in float64 (Zen 5).
+
+    With ``block`` above ``LANES`` (unit-stride rows copied whole: the backend's
+    ``_lanewise_block``), a work item takes that many planes, copied side by side 8 at a time
+    (element i of plane l at ``block * i + l``), and sums them as the channels of a
+    channels-last input (:func:`_channel_window`, the channels-last order's code): a window's
+    bookkeeping, which 8 planes left at 20-30 cycles an element, is paid once for up to 128
+    (float32 4x512x14x14 -> 5x5 2.2x, 64x512x14x14 -> 5x5 1.3x, bfloat16 2.0x, float64 1.4x;
+    Zen 4)."""
     for ch in prange(nchunk):
         call(_avg_lanewise_chunk, at, (
-            np.int64(ch), x, xg, y, yg, tab, dims, band_limit, skip, nchunk
+            np.int64(ch), x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk
         ))
 
 

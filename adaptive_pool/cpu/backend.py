@@ -385,15 +385,18 @@ class CpuBackend:
             if storage.itemsize == 8:
                 streamed = n * c * d * h * w * 8 > _STREAMED_INPUT
                 limit = _WHOLE_FLOAT64_STREAMED if streamed else _WHOLE_FLOAT64
-            # chunks of whole blocks of 8 planes where there is one for every thread: a block
+            block = _lanewise_block(c, d * h * w, xg, storage)
+            if block > kernels.LANES:
+                limit = max(limit, block * d * h * w)  # (copied whole)
+            # chunks of whole blocks of planes where there is one for every thread: a block
             # copied whole serves all its output rows, and each chunk sets up its scratch (a
             # chunk an output row: 4x16x28x28 -> 7x7 float32 69 -> 34 us, bfloat16 80 -> 35,
             # float64, read in place, 52 -> 42)
-            blocks = n * -(-c // kernels.LANES)
+            blocks = n * -(-c // block)
             nch = self._chunks(blocks if blocks >= _threads() else blocks * od * oh, serial)
 
             def call(run, xf, yf):
-                run(xf, xg, yf, yg, tab, dims, limit, skip, nch)
+                run(xf, xg, yf, yg, tab, dims, limit, block, skip, nch)
         else:
             cdims, ctab = _plane_rows(tab, dims, xg, yg) if order == "columns" else (dims, tab)
             nch = self._chunks(n * c * cdims[5] * cdims[6], serial)
@@ -743,6 +746,18 @@ class CpuBackend:
         return _bind(call, (check, run), like, base)
 
 
+def _lanewise_block(c: int, plane: int, xg, storage) -> int:
+    """Planes a work item of the 8-plane average forward takes: from :data:`_WIDE_MIN` to
+    :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
+    into :data:`_WIDE_BAND` elements, side by side, and summed as the channels of a
+    channels-last input, so that a window's bookkeeping serves them all; else ``LANES``."""
+    lanes = kernels.LANES
+    # a block for every thread at least: each copies its planes once
+    block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * _threads())),
+                _WIDE_BAND // plane // lanes * lanes)
+    return block if block >= _WIDE_MIN and xg[5] == 1 and vector_runs(storage) else lanes
+
+
 def _samples_as_channels(dims, *geometries):
     """``dims`` with the samples taken as more channels, ``(1, n * c, ...)``, where every array
     has its samples' planes right after each other's (stride of n = c * stride of c: C order):
@@ -1053,6 +1068,12 @@ _ROW_RUN_16 = 8
 #: 7x9x11 (377). Larger ones (1394 and 4096) ran as fast in float32 and float64 and 1.1-2x
 #: slower in 16 bits.
 _LANEWISE_WINDOW = 512
+
+#: Planes at most and at least in a work item of the 8-plane average forward that copies
+#: them side by side, and the elements their copy may take (:func:`_lanewise_block`).
+_WIDE_BLOCK = 128
+_WIDE_MIN = 32
+_WIDE_BAND = 1 << 16
 
 #: Window size (:func:`_longest`'s bound) up to which the average forward takes the 8-plane
 #: order with 3 to 7 planes (the other lanes compute copies): a window of the direct order is

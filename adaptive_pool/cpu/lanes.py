@@ -858,12 +858,14 @@ def _transpose(builder, rows):
 
 
 @intrinsic
-def interleave_planes(typingctx, dst, o, src, b, poff, n):
-    """``dst[o + PLANES * i + l] = src[b + poff[l] + i]`` (decoded) for ``i < n`` and the
-    ``PLANES`` planes ``l``: runs of 8 planes copied side by side, so that the 8-plane order
-    adds one element of each with one contiguous vector load (:func:`add_block`) instead of
-    gathering them (:func:`add_planes`). Blocks of ``PLANES`` elements are loaded a row of
-    each plane at a time and transposed in registers; the last ``n % PLANES`` are masked loads.
+def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
+    """``dst[o + stride * i + l] = src[b + poff[l] + i]`` (decoded) for ``i < n`` and the
+    ``PLANES`` planes ``l``: runs of 8 planes copied side by side (``stride``: ``PLANES``, or
+    a multiple of it where more planes are side by side, each 8 copied by a call), so that
+    the 8-plane order adds one element of each with one contiguous vector load
+    (:func:`add_block`) instead of gathering them (:func:`add_planes`). Blocks of ``PLANES``
+    elements are loaded a row of each plane at a time and transposed in registers; the last
+    ``n % PLANES`` are masked loads.
 
     ``dst``: the accumulation dtype of ``src`` (float32, or float64 for float64); ``src``: a
     dtype :func:`vector_runs` accepts; ``poff``: int64. The caller keeps every index inside
@@ -875,11 +877,11 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
         return None
 
     def codegen(context, builder, signature, args):
-        _, o, _, b, _, n = args
+        _, o, stride, _, b, _, n = args
         word = ir.IntType(64)
         ddata, sdata, pdata = (_data(context, builder, signature.args[k], args[k])
-                               for k in (0, 2, 4))
-        st = context.get_data_type(signature.args[2].dtype)
+                               for k in (0, 3, 5))
+        st = context.get_data_type(signature.args[3].dtype)
         at = context.get_data_type(signature.args[0].dtype)
         svec, avec = ir.VectorType(st, PLANES), ir.VectorType(at, PLANES)
         ssize = st.get_abi_size(context.target_data)
@@ -893,10 +895,10 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
                 ptr = builder.bitcast(builder.gep(rows[l], [i]), svec.as_pointer())
                 v = (builder.load(ptr, align=ssize) if mask is None
                      else _masked(builder, "load", svec, ptr, ssize, mask))
-                vs.append(_decode(builder, v, signature.args[2].dtype, avec))
+                vs.append(_decode(builder, v, signature.args[3].dtype, avec))
             cols = _transpose(builder, vs)
             for j, col in enumerate(cols):
-                at_j = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), eight))
+                at_j = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), stride))
                 ptr = builder.bitcast(builder.gep(ddata, [at_j]), avec.as_pointer())
                 if count is None:
                     builder.store(col, ptr, align=asize)
@@ -912,7 +914,7 @@ def interleave_planes(typingctx, dst, o, src, b, poff, n):
             block(builder.mul(nfull, eight), _lane_range(builder, None, r, PLANES), r)
         return context.get_dummy_value()
 
-    return types.none(dst, i64, src, i64, poff, i64), codegen
+    return types.none(dst, i64, i64, src, i64, poff, i64), codegen
 
 
 #: Storage types :func:`store_planes` moves (float16 and bfloat16 as their bits).
