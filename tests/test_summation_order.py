@@ -226,6 +226,18 @@ def test_narrow_rows_of_large_windows_take_eight_planes(dtype, dims, order):
 
 
 @pytest.mark.parametrize(
+    "dtype,dims,order",
+    [(np.float64, (4, 64, 16, 56, 56, 4, 7, 7), "direct"),  # float64 planes read in place
+     (np.float32, (4, 64, 16, 56, 56, 4, 7, 7), "lanewise"),  # copied
+     (np.float64, (4, 64, 4, 16, 16, 2, 2, 2), "lanewise")],  # copied whole, many side by side
+)
+def test_float64_windows_deeper_than_a_plane(dtype, dims, order):
+    """Windows deeper than one plane take the direct order (rows summed in registers) where
+    the 8-plane order would gather float64 planes in place; planes it copies keep it."""
+    assert _avg_order(dtype, dims) == order
+
+
+@pytest.mark.parametrize(
     "dims,strided,order",
     [((32, 512, 1, 7, 7, 1, 7, 7), False, "columns"),  # VGG's 7x7 -> 7x7: planes as rows
      ((1, 32, 17, 6, 4, 19, 6, 4), False, "columns"),  # deep in d only

@@ -381,10 +381,7 @@ class CpuBackend:
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, block, skip, nch)
         elif order == "lanewise":
-            limit = _DECODED_BAND
-            if storage.itemsize == 8:
-                streamed = n * c * d * h * w * 8 > _STREAMED_INPUT
-                limit = _WHOLE_FLOAT64_STREAMED if streamed else _WHOLE_FLOAT64
+            limit = _copied_band(dims, storage)
             block = _lanewise_block(c, d * h * w, xg, storage)
             if block > kernels.LANES:
                 limit = max(limit, block * d * h * w)  # (copied whole)
@@ -459,8 +456,16 @@ class CpuBackend:
         # in float32 and 16 bits but 0.91-1.86x in float64; Zen 5 took the rows in 0.4-1.0x
         # the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
         planes_first = lanewise and (skipna or (SPLIT_512 and itemsize != 8))
+        # windows deeper than one plane: their bands do not follow each other for the direct
+        # order's prefetch stream (2x64x32x224x224 -> 2x14x14 float32 73 ms, row by row 42),
+        # but where the 8-plane order would read float64 planes in place, gathering, rows in
+        # registers serve better (4x64x16x56x56 -> 4x7x7 9.1-9.5 -> 7.1 ms, -> 2x7x7 8.3 ->
+        # 5.9; 2x16x32x64x64 -> 8x4x4 1.37-1.45 -> 1.30; 2026-12-06)
+        gathered = (itemsize == 8 and kernels.LANES * d * h * w > _copied_band(dims, storage)
+                    and _lanewise_block(c, d * h * w, xg, storage) == kernels.LANES)
         if (
-            NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1 and od == d
+            NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1
+            and (od == d or gathered)
             and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)
@@ -744,6 +749,15 @@ class CpuBackend:
             return first
 
         return _bind(call, (check, run), like, base)
+
+
+def _copied_band(dims, storage) -> int:
+    """Elements of a block of planes that the 8-plane average forward copies whole (float64
+    ones larger than that it reads in place)."""
+    if storage.itemsize != 8:
+        return _DECODED_BAND
+    n, c, d, h, w = dims[:5]
+    return _WHOLE_FLOAT64_STREAMED if n * c * d * h * w * 8 > _STREAMED_INPUT else _WHOLE_FLOAT64
 
 
 def _lanewise_block(c: int, plane: int, xg, storage) -> int:
