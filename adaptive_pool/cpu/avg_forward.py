@@ -751,7 +751,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
     at = np.empty(24 if wide else 0, np.int64)
     poff = np.empty(LANES, np.int64)
     band = scratch(x, 0)
-    # copies of unit-stride rows are interleaved (the 8 planes' elements side by side)
+    # copies of unit-stride rows are interleaved (the block's planes' elements side by side)
     inter = _rows_in_place(x) and xw == 1
     # inputs of a few MiB, likely in the cache already, are not prefetched
     big = N * C * D * H * W * x.itemsize > _PREFETCHED_INPUT
