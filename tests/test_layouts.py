@@ -165,6 +165,53 @@ def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
     np.testing.assert_array_equal(ind_c, ind)
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out",
+    [((1, 37, 14, 14), (5, 5)), ((2, 12, 9, 10), (4, 3)), ((1, 24, 4, 6, 6), (2, 3, 3)),
+     ((1, 24, 3, 4), (5, 7)), ((1, 24, 10, 10), (1, 1))],
+)
+def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, knobs):
+    """C-order planes of unit-stride rows, which the max forward copies side by side in
+    blocks (their minimum lowered so that small shapes take them: 24 to 37 planes, a last
+    block of fewer, samples taken as more planes) and compares as the channels of a
+    channels-last input, with ties, NaN (whole NaN windows too), infinities and signed zeros
+    (16-bit values copied as they are): the reference's values and indices, from C-order planes
+    and from planes two apart, into C-order and channels-last results."""
+    from adaptive_pool.cpu import backend
+    from adaptive_pool.cpu.lanes import vector_runs
+    from adaptive_pool.dtypes import SUPPORTED
+
+    knobs(_WIDE_MIN=16)
+    x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties
+    x[rand(shape, np.float32, seed=7) > 1.1] = np.nan
+    x[rand(shape, np.float32, seed=8) > 1.6] = -np.inf
+    x[x == 0] = -0.0
+    x[..., :2, :2] = np.nan  # windows of NaN only
+    x = x.astype(dtype)
+    storage = SUPPORTED[x.dtype].storage
+    block = backend._lanewise_block(shape[0] * shape[1], int(np.prod(shape[2:])),
+                                    (0, 0, 0, 0, 0, 1), storage)
+    assert block > backend.kernels.LANES or not vector_runs(storage)
+    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
+    want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
+    apart = np.zeros((shape[0], 2 * shape[1]) + shape[2:], dtype)
+    apart[:, ::2] = x
+    for v in (x, apart[:, ::2]):
+        y, ind = fn(v, out, skipna=skipna)
+        np.testing.assert_array_equal(ind, want_i)
+        np.testing.assert_array_equal(ref.to_f64(y), want_y)
+        y_cl, ind_cl = fn(v, out, skipna=skipna, out=channels_last(np.empty_like(y)),
+                          indices_out=channels_last(np.empty_like(ind)))
+        np.testing.assert_array_equal(_bits(y_cl), _bits(y))
+        np.testing.assert_array_equal(ind_cl, ind)
+    # the values' own bits (signed zeros; NaN payloads as the input's)
+    flat = x.reshape(x.shape[0] * x.shape[1], -1)
+    got = np.take_along_axis(flat, ind.reshape(flat.shape[0], -1), axis=1).reshape(y.shape)
+    np.testing.assert_array_equal(_bits(y), _bits(got))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("view", list(VIEWS2))
 def test_avg_any_input_layout(view, dtype):

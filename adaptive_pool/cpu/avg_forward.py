@@ -12,10 +12,10 @@ from numba.extending import overload
 from ..windows import axes_layout
 from .access import acc, decodes, enc, get, load_row, prefetch_to, put, scratch, store_row
 from .calls import call
-from .lanes import add_block, add_planes, interleave_planes, rows_sum, run_sum, vector_runs
+from .lanes import add_block, add_planes, rows_sum, run_sum, vector_runs
 from .work import (
-    LANES, OUTPUT_BUFFER, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _step, _store_outputs,
-    _stream, _unravel,
+    LANES, OUTPUT_BUFFER, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _interleave_band,
+    _plane_offsets, _step, _store_outputs, _stream, _unravel,
 )
 
 
@@ -253,20 +253,6 @@ def _sum_rows_impl(x, b, nw, nh, hstep, nd, dstep, skip):
         return lambda x, b, nw, nh, hstep, nd, dstep, skip: rows_sum(
             x, b, nw, nh, hstep, nd, dstep, skip)
     return lambda x, b, nw, nh, hstep, nd, dstep, skip: (acc(x, 0), np.int64(0))
-
-
-def _interleave(band, o, stride, x, b, poff, n):  # pragma: no cover - typing stub
-    raise NotImplementedError
-
-
-@overload(_interleave, inline="always")
-def _interleave_impl(band, o, stride, x, b, poff, n):
-    """:func:`~adaptive_pool.cpu.lanes.interleave_planes` where it reads ``x``'s storage;
-    elsewhere a stand-in, as :func:`_sum_rows`."""
-    if vector_runs(x.dtype):
-        return lambda band, o, stride, x, b, poff, n: interleave_planes(
-            band, o, stride, x, b, poff, n)
-    return lambda band, o, stride, x, b, poff, n: None
 
 
 @numba.njit(**_BODY)
@@ -695,34 +681,6 @@ def _narrow_impl(x):
 #: smaller inputs are likely in the cache (4x16x28x28 -> 7x7 float32, 200 KB: 23-27 us
 #: without, 29 with).
 _PREFETCHED_INPUT = 1 << 22
-
-
-@numba.njit(inline="always")
-def _plane_offsets(poff, nl, stride):
-    """``poff[l]``: plane l's offset, ``stride`` apart; a last block of fewer than ``LANES``
-    planes repeats its last plane."""
-    for l in range(LANES):
-        poff[l] = min(l, nl - 1) * stride
-
-
-@numba.njit(inline="always")
-def _interleave_band(x, xb, xc, nl, xd, xh, d0, d1, h0, h1, W, band, poff, P):
-    """Copy the band ``d0:d1, h0:h1`` of ``nl`` planes of unit-stride rows (plane l at ``xb +
-    l * xc``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
-    nh + h - h0) * W + w) * P + l]``, decoded, 8 planes at a time (a last 8 of fewer repeat
-    their last plane; ``nl == 0`` copies nothing). Returns ``(band, base, d, h, w strides)``.
-    Rows, or the whole band, that are one run of memory are one copy (one call site: compile
-    time)."""
-    nd, nh = d1 - d0, h1 - h0
-    run = xh == W and (nd == 1 or xd == nh * W)
-    nr, L = (1, nd * nh * W) if run else (nd * nh, W)
-    for g in range(0, nl, LANES):
-        _plane_offsets(poff, min(LANES, nl - g), xc)
-        for r in range(nr):
-            d, h = r // nh, r % nh
-            _interleave(band, r * L * P + g, P, x, xb + g * xc + (d0 + d) * xd + (h0 + h) * xh,
-                        poff, L)
-    return band, 0, nh * W * P, W * P, P
 
 
 @numba.njit(**_BODY)

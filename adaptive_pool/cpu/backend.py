@@ -620,12 +620,14 @@ class CpuBackend:
         yf, yg = flat_geometry(y)
         jf, jg = flat_geometry(ind)
         _memoised(memo, ("max", xg, yg, jg, x.dtype, ind.dtype, skipna), lambda: (
-            self.prepare_max_pool(xg, yg, jg, tab, dims, skipna, itemsize=x.dtype.itemsize)
+            self.prepare_max_pool(xg, yg, jg, tab, dims, skipna, storage=x.dtype)
         ))(xf, yf, jf)
 
-    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None, itemsize=4):
+    def prepare_max_pool(self, xg, yg, jg, tab, dims, skipna=False, like=None, storage=None):
         """:meth:`max_pool` as ``launch(xf, yf, jf)`` (``like``: see :func:`_bind`;
-        ``itemsize``: the input's element size)."""
+        ``storage``: the input's storage dtype where ``like`` does not say it)."""
+        storage = like[0].dtype if like is not None else storage
+        itemsize = storage.itemsize
         dims, tab = _identity_rows(tab, dims, xg, yg, jg)
         n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
@@ -651,6 +653,19 @@ class CpuBackend:
 
             def call(run, xf, yf, jf):
                 run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
+
+            return _bind(call, (run,), like, base, skipna)
+        # small planes of unit-stride rows: blocks of them copied side by side and taken as
+        # the channels of a channels-last input (as the average's 8-plane order does)
+        pdims = _samples_as_channels(dims, xg, yg, jg)
+        block = _lanewise_block(pdims[1], d * h * w, xg, storage)
+        if block > kernels.LANES:
+            run, serial = self._runner(kernels.max_pool_channels, work)
+            blocks = pdims[0] * -(-pdims[1] // block)
+            nch = self._chunks(blocks if blocks >= _threads() else blocks * od * oh, serial)
+
+            def call(run, xf, yf, jf):
+                run(xf, xg, yf, yg, jf, jg, tab, pdims, block, skip, nch)
 
             return _bind(call, (run,), like, base, skipna)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK

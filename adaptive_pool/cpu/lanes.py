@@ -867,12 +867,13 @@ def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
     elements are loaded a row of each plane at a time and transposed in registers; the last
     ``n % PLANES`` are masked loads.
 
-    ``dst``: the accumulation dtype of ``src`` (float32, or float64 for float64); ``src``: a
-    dtype :func:`vector_runs` accepts; ``poff``: int64. The caller keeps every index inside
-    its array."""
+    ``dst``: the accumulation dtype of ``src`` (float32, or float64 for float64), or
+    ``src``'s own (copied as they are: 16-bit ones not decoded); ``src``: a dtype
+    :func:`vector_runs` accepts; ``poff``: int64. The caller keeps every index inside its
+    array."""
     i64 = types.int64
     if not (isinstance(src, types.Array) and vector_runs(src.dtype)
-            and isinstance(dst, types.Array) and dst.dtype == _ACC[src.dtype]
+            and isinstance(dst, types.Array) and dst.dtype in (_ACC[src.dtype], src.dtype)
             and isinstance(poff, types.Array) and poff.dtype == i64):
         return None
 
@@ -895,7 +896,8 @@ def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
                 ptr = builder.bitcast(builder.gep(rows[l], [i]), svec.as_pointer())
                 v = (builder.load(ptr, align=ssize) if mask is None
                      else _masked(builder, "load", svec, ptr, ssize, mask))
-                vs.append(_decode(builder, v, signature.args[3].dtype, avec))
+                same = signature.args[0].dtype == signature.args[3].dtype
+                vs.append(v if same else _decode(builder, v, signature.args[3].dtype, avec))
             cols = _transpose(builder, vs)
             for j, col in enumerate(cols):
                 at_j = builder.add(o, builder.mul(builder.add(i, ir.Constant(word, j)), stride))

@@ -1,14 +1,16 @@
 """What every CPU kernel module shares: compile options, work items cut into chunks and
-walked with counters, where a forward's item reads and writes, prefetched streams, and the
-constants of the contract's order (lanes, the ``skip`` flags). See :mod:`.kernels`."""
+walked with counters, where a forward's item reads and writes, prefetched streams, blocks of
+planes copied side by side, and the constants of the contract's order (lanes, the ``skip``
+flags). See :mod:`.kernels`."""
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from ..windows import axes_layout
-from .lanes import PLANES
+from .lanes import PLANES, interleave_planes, vector_runs
 
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
@@ -137,3 +139,45 @@ def _first_flagged(bad, per):
         if bad[r] >= 0:
             return r * per + bad[r]
     return np.int64(-1)
+
+
+def _interleave(band, o, stride, x, b, poff, n):  # pragma: no cover - typing stub
+    raise NotImplementedError
+
+
+@overload(_interleave, inline="always")
+def _interleave_impl(band, o, stride, x, b, poff, n):
+    """:func:`~adaptive_pool.cpu.lanes.interleave_planes` where it reads ``x``'s storage;
+    elsewhere a stand-in (a compile-time choice: the kernels call it only where it reads)."""
+    if vector_runs(x.dtype):
+        return lambda band, o, stride, x, b, poff, n: interleave_planes(
+            band, o, stride, x, b, poff, n)
+    return lambda band, o, stride, x, b, poff, n: None
+
+
+@numba.njit(inline="always")
+def _plane_offsets(poff, nl, stride):
+    """``poff[l]``: plane l's offset, ``stride`` apart; a last block of fewer than ``LANES``
+    planes repeats its last plane."""
+    for l in range(LANES):
+        poff[l] = min(l, nl - 1) * stride
+
+
+@numba.njit(inline="always")
+def _interleave_band(x, xb, xc, nl, xd, xh, d0, d1, h0, h1, W, band, poff, P):
+    """Copy the band ``d0:d1, h0:h1`` of ``nl`` planes of unit-stride rows (plane l at ``xb +
+    l * xc``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
+    nh + h - h0) * W + w) * P + l]``, decoded, 8 planes at a time (a last 8 of fewer repeat
+    their last plane; ``nl == 0`` copies nothing). Returns ``(band, base, d, h, w strides)``.
+    Rows, or the whole band, that are one run of memory are one copy (one call site: compile
+    time)."""
+    nd, nh = d1 - d0, h1 - h0
+    run = xh == W and (nd == 1 or xd == nh * W)
+    nr, L = (1, nd * nh * W) if run else (nd * nh, W)
+    for g in range(0, nl, LANES):
+        _plane_offsets(poff, min(LANES, nl - g), xc)
+        for r in range(nr):
+            d, h = r // nh, r % nh
+            _interleave(band, r * L * P + g, P, x, xb + g * xc + (d0 + d) * xd + (h0 + h) * xh,
+                        poff, L)
+    return band, 0, nh * W * P, W * P, P
