@@ -776,10 +776,11 @@ def _copied_band(dims, storage) -> int:
 
 
 def _lanewise_block(c: int, plane: int, xg, storage) -> int:
-    """Planes a work item of the 8-plane average forward takes: from :data:`_WIDE_MIN` to
-    :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
-    into :data:`_WIDE_BAND` elements, side by side, and summed as the channels of a
-    channels-last input, so that a window's bookkeeping serves them all; else ``LANES``."""
+    """Planes a work item of the forwards of small C-order planes takes (the average's 8-plane
+    order, the max on the channels-last kernel): from :data:`_WIDE_MIN` to :data:`_WIDE_BLOCK`
+    (a multiple of ``LANES``) where their unit-stride rows are copied whole into
+    :data:`_WIDE_BAND` elements, side by side, and taken as the channels of a channels-last
+    input, so that a window's bookkeeping serves them all; else ``LANES`` (the max: none)."""
     lanes = kernels.LANES
     # a block for every thread at least: each copies its planes once
     block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * _threads())),
@@ -1098,8 +1099,8 @@ _ROW_RUN_16 = 8
 #: slower in 16 bits.
 _LANEWISE_WINDOW = 512
 
-#: Planes at most and at least in a work item of the 8-plane average forward that copies
-#: them side by side, and the elements their copy may take (:func:`_lanewise_block`).
+#: Planes at most and at least in a work item of a forward that copies them side by side,
+#: and the elements their copy may take (:func:`_lanewise_block`).
 _WIDE_BLOCK = 128
 _WIDE_MIN = 32
 _WIDE_BAND = 1 << 16
