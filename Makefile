@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 # The kernels the demo runs (see `python -m adaptive_pool warmup --list`), compiled into
 # Numba's cache in parallel before it starts (longest first), instead of one after the other
 # inside it.
-DEMO_KERNELS := avg_pool_backward_lanes,max_pool,max_pool_backward_sparse,avg_pool_lanewise,avg_pool_backward,max_pool_runs
+DEMO_KERNELS := avg_pool_backward_lanes,max_pool,max_pool_backward_sparse,max_pool_channels,avg_pool_lanewise,avg_pool_backward,avg_pool_backward_runs,avg_pool_runs,max_pool_runs
 
 .PHONY: demo test warmup docs bench fuzz clean
 
