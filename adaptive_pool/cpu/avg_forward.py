@@ -611,7 +611,9 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
             k = ow % g
             _channel_window(x, xb, xd, xh, xw, d0, d1, h0, h1, ws[ow], we[ow], nc, P, a, cnt,
                             eo, at, o[k * P :], skip)
-            if g == 1:  # (stored at the result's channel stride)
+            # stored at the result's channel stride by a loop of its own: through
+            # _store_outputs, one output at a time, 2.0-2.5x as long (float32 and 16-bit)
+            if g == 1:
                 yo = yb + ow * yw
                 for l in range(nc):
                     y[np.uint64(yo + l * yc)] = o[l]
@@ -755,30 +757,31 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
                 _channel_window(bx, bb, bd, bh, bw, e0, e1, f0, f1, ws[ow], we[ow], nl, P, a,
                                 cnt, eo, at, o[ow * P :], skip)
             _store_outputs(y, yb, yc, yw, o, P, nl, 0, OW)
-        for ow in range(0 if wide else OW):
-            w0, w1 = ws[ow], we[ow]
-            vol = vdh * (w1 - w0)
-            rows = _rows_in_use(vol)
-            _zero(a, rows * LANES)
-            if skip is not None:
-                _zero(cnt, rows * LANES)
-            k = 0
-            for d in range(e0, e1):
-                for h in range(f0, f1):
-                    b = bb + d * bd + h * bh
-                    for w in range(w0, w1):
-                        q = (k & (rows - 1)) * LANES
-                        if side:
-                            add_block(a, q, bx, b + w * bw, cnt, skip)
-                        else:
-                            add_planes(a, q, bx, b + w * bw, poff, cnt, skip)
-                        k += 1
-            _combine(a, LANES, rows)
-            if skip is not None:
-                _combine(cnt, LANES, rows)
-            for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
-                t = _mean(x, a[p], cnt[p] if skip is not None else vol)
-                put(y, yb + p * yc + ow * yw, t)
+        else:
+            for ow in range(OW):
+                w0, w1 = ws[ow], we[ow]
+                vol = vdh * (w1 - w0)
+                rows = _rows_in_use(vol)
+                _zero(a, rows * LANES)
+                if skip is not None:
+                    _zero(cnt, rows * LANES)
+                k = 0
+                for d in range(e0, e1):
+                    for h in range(f0, f1):
+                        b = bb + d * bd + h * bh
+                        for w in range(w0, w1):
+                            q = (k & (rows - 1)) * LANES
+                            if side:
+                                add_block(a, q, bx, b + w * bw, cnt, skip)
+                            else:
+                                add_planes(a, q, bx, b + w * bw, poff, cnt, skip)
+                            k += 1
+                _combine(a, LANES, rows)
+                if skip is not None:
+                    _combine(cnt, LANES, rows)
+                for p in range(nl):  # (a loop variable of its own: reusing ``l`` lost the stores)
+                    t = _mean(x, a[p], cnt[p] if skip is not None else vol)
+                    put(y, yb + p * yc + ow * yw, t)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
 
 

@@ -461,12 +461,12 @@ class CpuBackend:
         # but where the 8-plane order would read float64 planes in place, gathering, rows in
         # registers serve better (4x64x16x56x56 -> 4x7x7 9.1-9.5 -> 7.1 ms, -> 2x7x7 8.3 ->
         # 5.9; 2x16x32x64x64 -> 8x4x4 1.37-1.45 -> 1.30; 2026-12-06)
-        gathered = (itemsize == 8 and kernels.LANES * d * h * w > _copied_band(dims, storage)
-                    and _lanewise_block(c, d * h * w, xg, storage) == kernels.LANES)
         if (
             NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1
-            and (od == d or gathered)
             and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
+            and (od == d or (itemsize == 8
+                             and kernels.LANES * d * h * w > _copied_band(dims, storage)
+                             and _lanewise_block(c, d * h * w, xg, storage) == kernels.LANES))
         ):
             return "direct"  # (rows summed in registers, lanes.rows_sum)
         if lanewise:

@@ -859,7 +859,8 @@ def _transpose(builder, rows):
 
 @intrinsic
 def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
-    """``dst[o + stride * i + l] = src[b + poff[l] + i]`` (decoded) for ``i < n`` and the
+    """``dst[o + stride * i + l] = src[b + poff[l] + i]`` (decoded, where ``dst`` holds the
+    accumulation dtype) for ``i < n`` and the
     ``PLANES`` planes ``l``: runs of 8 planes copied side by side (``stride``: ``PLANES``, or
     a multiple of it where more planes are side by side, each 8 copied by a call), so that
     the 8-plane order adds one element of each with one contiguous vector load
@@ -889,6 +890,7 @@ def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
         asize = at.get_abi_size(context.target_data)
         rows = _plane_starts(builder, sdata, b, pdata)
         eight = ir.Constant(word, PLANES)
+        same = signature.args[0].dtype == signature.args[3].dtype  # (copied as they are)
 
         def block(i, mask, count):
             vs = []
@@ -896,7 +898,6 @@ def interleave_planes(typingctx, dst, o, stride, src, b, poff, n):
                 ptr = builder.bitcast(builder.gep(rows[l], [i]), svec.as_pointer())
                 v = (builder.load(ptr, align=ssize) if mask is None
                      else _masked(builder, "load", svec, ptr, ssize, mask))
-                same = signature.args[0].dtype == signature.args[3].dtype
                 vs.append(v if same else _decode(builder, v, signature.args[3].dtype, avec))
             cols = _transpose(builder, vs)
             for j, col in enumerate(cols):

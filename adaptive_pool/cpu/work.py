@@ -167,8 +167,9 @@ def _plane_offsets(poff, nl, stride):
 def _interleave_band(x, xb, xc, nl, xd, xh, d0, d1, h0, h1, W, band, poff, P):
     """Copy the band ``d0:d1, h0:h1`` of ``nl`` planes of unit-stride rows (plane l at ``xb +
     l * xc``) into ``band`` side by side: element (d, h, w) of plane l at ``band[((d - d0) *
-    nh + h - h0) * W + w) * P + l]``, decoded, 8 planes at a time (a last 8 of fewer repeat
-    their last plane; ``nl == 0`` copies nothing). Returns ``(band, base, d, h, w strides)``.
+    nh + h - h0) * W + w) * P + l]``, decoded where ``band`` holds the accumulation dtype (as
+    they are where it holds ``x``'s), 8 planes at a time (a last 8 of fewer repeat their last
+    plane; ``nl == 0`` copies nothing). Returns ``(band, base, d, h, w strides)``.
     Rows, or the whole band, that are one run of memory are one copy (one call site: compile
     time)."""
     nd, nh = d1 - d0, h1 - h0
