@@ -595,7 +595,7 @@ def _plane_bit_counts(x, xb, xd, xl, H, W, w0, d0, d1, ring, hs, he, wbits, bits
                            wbits[ow])
         if d > d0:
             for k in range(hs.size * OW * LANES):
-                cw[cb + k] += cwt[k]
+                cw[np.uint64(cb + k)] += cwt[np.uint64(k)]
 
 
 def _shares(a, q, go, b, lane, v, cnt, cq):  # pragma: no cover - typing stub
