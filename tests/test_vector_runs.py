@@ -11,7 +11,7 @@ import pytest
 from adaptive_pool.cpu.lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
     number_bits, number_word, rows_sum, run_count, run_fill, run_sum, share_planes,
-    store_planes, vector_runs,
+    store_planes, sum_blocks, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -77,6 +77,11 @@ def _share_planes(a, q, src, o, poff, v, cnt, cq):
 @numba.njit
 def _add_block(a, q, src, o, cnt, skip):
     add_block(a, q, src, o, cnt, skip)
+
+
+@numba.njit
+def _sum_blocks(a, q, src, lo, hi):
+    sum_blocks(a, q, src, lo, hi)
 
 
 @numba.njit
@@ -305,6 +310,28 @@ def test_block_added_side_by_side(dtype, skip):
         _add_block(a, q, src, o, cnt, skip)
         assert a.tobytes() == want_a.tobytes()
         np.testing.assert_array_equal(cnt, want_cnt)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("lo,hi", [(0, 1), (2, 3), (2, 5), (3, 3), (0, 6)])
+def test_blocks_summed_side_by_side(dtype, lo, hi):
+    """``sum_blocks`` writes 8 consecutive slots with the sums of columns ``lo .. hi - 1`` of
+    8 planes side by side, each from +0.0 (0) in ascending order (an empty range: +0.0; a
+    column of -0.0 alone: +0.0), and touches no other slot."""
+    rng = np.random.default_rng(7)
+    src = (rng.standard_normal(6 * PLANES) * 1e4).astype(dtype)
+    if dtype != np.int32:
+        src[2 * PLANES : 3 * PLANES : 2] = -0.0
+        src[PLANES + 1] = np.inf
+    a = rng.standard_normal(3 * PLANES).astype(dtype)
+    want = a.copy()
+    col = np.zeros(PLANES, dtype)  # +0.0, then each column in turn: the contract's order
+    for k in range(lo, hi):
+        col = col + src[k * PLANES : (k + 1) * PLANES]
+    want[PLANES : 2 * PLANES] = col
+    _sum_blocks(a, PLANES, src, lo, hi)
+    assert a.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)

@@ -16,8 +16,8 @@ from .access import (
 )
 from .calls import call
 from .lanes import (
-    add_block, add_numbers, count_bits, count_ones, number_bits, number_word, plane_numbers,
-    run_count, run_fill, share_planes, store_bits, store_planes, vector_runs,
+    add_numbers, count_bits, count_ones, number_bits, number_word, plane_numbers, run_count,
+    run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import LANES, PLAIN, _BODY, _JIT, _chunk, _step, _stream, _unravel
@@ -663,7 +663,6 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     enc_rows = np.empty((H if plane_run else 1) * WL if decodes(gi) else 0, gi.dtype)
     lane = np.empty(LANES, np.int64)
     ioff = np.arange(LANES) * ic  # the planes of a whole block in the result
-    no_count = np.empty(0, np.int32)
     # skipna: each lane's plane in ``cnt`` and in ``x``; the slab's validity (1 for a number)
     # and, counted here where windows do not span d (``cnt`` empty), its windows' counts
     cl = np.empty(LANES, np.int64)
@@ -757,14 +756,10 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                             q = h * WL
                             for k in range(WL):
                                 colc[k] += okv[np.uint64(q + k)]
+                        # (the 8 planes' counts a vector: scalar adds were 15% of
+                        # 8x64x100 -> 300's call)
                         for ow in range(OW):
-                            q = (oh * OW + ow) * LANES
-                            for l in range(LANES):
-                                cw[q + l] = 0
-                            # (a vector add of the 8 planes' counts a column: scalar adds
-                            # were 15% of 8x64x100 -> 300's call)
-                            for w in range(tab[sw + ow], tab[ew + ow]):
-                                add_block(cw, q, colc, w * LANES, no_count, PLAIN)
+                            sum_blocks(cw, (oh * OW + ow) * LANES, colc, ws[ow], we[ow])
             if part.size < (od1 - od0) * OH * WL:
                 part = scratch(go, (od1 - od0) * OH * WL)
             gb = g0 + n * gn + c0 * gc
@@ -789,16 +784,13 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                             # volume as the integer product, converted once (bit-identical)
                             v = acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
                             _shares(gv, ow * LANES, go, gr + ow * gw, lane, v, None, 0)
-                    # each column's shares added from +0.0 in ascending ow, a vector add of the
-                    # 8 planes each (8-element loops over arrays LLVM could not tell apart, and
-                    # no SLP vectoriser, stayed scalar: a quarter of float32 64x512x14x14 -> 5x5)
+                    # each column's shares added from +0.0 in ascending ow, the 8 planes a
+                    # vector held in a register (8-element loops over arrays LLVM could not tell
+                    # apart, and no SLP vectoriser, stayed scalar: a quarter of float32
+                    # 64x512x14x14 -> 5x5)
                     q = ((od - od0) * OH + oh) * WL
                     for w in range(W):
-                        qw = q + w * LANES
-                        for l in range(LANES):
-                            part[np.uint64(qw + l)] = 0
-                        for ow in range(wl[w], wh[w]):
-                            add_block(part, qw, gv, ow * LANES, no_count, PLAIN)
+                        sum_blocks(part, q + w * LANES, gv, wl[w], wh[w])
         ib = i0 + n * in_ + c0 * ic + d * id_
         if fresh or mask:
             for h in range(H):

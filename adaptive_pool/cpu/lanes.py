@@ -11,7 +11,8 @@ and a masked load (or store) for the last ``n % 32``, so a short run is one mask
 not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes
 copied side by side (:func:`interleave_planes`, a transpose in registers), one element of each
 added into its own sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them),
-and windows' numbers counted from the bit masks (:func:`count_bits`).
+a window's columns of such a copy summed in a register (:func:`sum_blocks`), and windows'
+numbers counted from the bit masks (:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -972,18 +973,50 @@ def store_planes(typingctx, dst, b, poff, src, o, n):
 
 
 @intrinsic
+def sum_blocks(typingctx, a, q, src, lo, hi):
+    """``a[q + l] = 0 + src[lo * PLANES + l] + ... + src[(hi - 1) * PLANES + l]`` in
+    ascending order for the ``PLANES`` planes ``l`` (columns ``lo <= k < hi`` of planes side
+    by side: :func:`interleave_planes`): a window's sum kept in a register and stored once,
+    from +0.0 (0 for int32 counts), the bits of zeroing ``a`` and adding each column into it
+    (:func:`add_block`), without a store and a reload a column. ``a`` and ``src``: float32,
+    float64 or int32, the same dtype. The caller keeps every index inside its array."""
+    i64 = types.int64
+    if not (isinstance(a, types.Array) and isinstance(src, types.Array) and a.dtype == src.dtype
+            and a.dtype in (types.float32, types.float64, types.int32)):
+        return None
+    floating = a.dtype != types.int32
+
+    def codegen(context, builder, signature, args):
+        adata, sdata = (_data(context, builder, signature.args[k], args[k]) for k in (0, 2))
+        elem = context.get_data_type(signature.args[0].dtype)
+        vec = ir.VectorType(elem, PLANES)
+        size = elem.get_abi_size(context.target_data)
+        total = cgutils.alloca_once_value(builder, ir.Constant(vec, None))
+        one = ir.Constant(ir.IntType(64), 1)
+        with cgutils.for_range_slice(builder, args[3], args[4], one) as (k, _):
+            at = builder.mul(k, ir.Constant(k.type, PLANES))
+            v = builder.load(builder.bitcast(builder.gep(sdata, [at]), vec.as_pointer()),
+                             align=size)
+            add = builder.fadd if floating else builder.add
+            builder.store(add(builder.load(total), v), total)
+        ptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
+        builder.store(builder.load(total), ptr, align=size)
+        return context.get_dummy_value()
+
+    return types.none(a, i64, src, i64, i64), codegen
+
+
+@intrinsic
 def add_block(typingctx, a, q, src, o, cnt, skip):
     """``a[q + l] += src[o + l]`` for the ``PLANES`` planes ``l`` (one element of each, side
     by side: :func:`interleave_planes`), one vector operation; with ``skip`` not None a NaN
     adds +0.0 instead and ``cnt[q + l]`` (int32) counts the numbers (as :func:`add_planes`).
-    ``a`` and ``src``: float32 or float64, the same dtype, or int32 (counts, without
-    ``skip``). The caller keeps every index inside its array."""
+    ``a`` and ``src``: float32 or float64, the same dtype. The caller keeps every index
+    inside its array."""
     i64 = types.int64
     skip_on = not isinstance(skip, types.NoneType)
     if not (isinstance(a, types.Array) and isinstance(src, types.Array)
-            and a.dtype == src.dtype
-            and (a.dtype in (types.float32, types.float64)
-                 or (a.dtype == types.int32 and not skip_on))
+            and a.dtype == src.dtype and a.dtype in (types.float32, types.float64)
             and isinstance(cnt, types.Array) and cnt.dtype == types.int32):
         return None
 
