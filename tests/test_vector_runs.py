@@ -10,8 +10,8 @@ import pytest
 
 from adaptive_pool.cpu.lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
-    number_bits, number_word, rows_sum, run_count, run_fill, run_sum, share_planes,
-    store_planes, sum_blocks, vector_runs,
+    number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill, run_sum,
+    share_planes, store_planes, sum_blocks, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -82,6 +82,11 @@ def _add_block(a, q, src, o, cnt, skip):
 @numba.njit
 def _sum_blocks(a, q, src, lo, hi):
     sum_blocks(a, q, src, lo, hi)
+
+
+@numba.njit
+def _plane_row_words(out, o, src, b, poff, H, W, words):
+    plane_row_words(out, o, src, b, poff, H, W, words)
 
 
 @numba.njit
@@ -358,6 +363,33 @@ def test_planes_added_side_by_side(dtype, skip):
         _add_planes(a, q, src, o, poff, cnt, skip)
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(cnt, want_cnt)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("H,W", [(1, 1), (3, 7), (14, 14), (5, 63), (4, 64), (2, 33), (9, 50)])
+def test_row_words_of_planes(dtype, H, W):
+    """``plane_row_words`` gives each row of each of the ``PLANES`` planes (runs of ``H * W``
+    at any offsets) the word ``number_bits`` gives it: bit i where element i of the row is a
+    number, none above ``W``; rows that straddle two 64-bit words, and rows of 64; it writes
+    no other slot and reads nothing outside the runs (NaN guards around them)."""
+    rng = np.random.default_rng(12)
+    n = H * W
+    starts = GUARD + np.cumsum(rng.integers(0, 5, PLANES)) + np.arange(PLANES) * n
+    x = rng.standard_normal(int(starts[-1]) + n + GUARD).astype(np.float32)
+    x[rng.random(x.size) < 0.3] = np.nan
+    x = x.astype(dtype)
+    xs = x.view(STORAGE[x.dtype])
+    out = np.full((H + 2) * PLANES, -5, np.int64)
+    words = np.empty((-(-n // 64) + 1) * PLANES, np.int64)
+    b = 3
+    _plane_row_words(out, PLANES, xs, b, (starts - b).astype(np.int64), H, W, words)
+    for l, s in enumerate(starts):
+        for h in range(H):
+            row = ~np.isnan(x[s + h * W : s + (h + 1) * W].astype(np.float32))
+            want = sum(1 << int(i) for i in np.flatnonzero(row))
+            got = int(out[PLANES + h * PLANES + l]) % (1 << 64)
+            assert got == want, (l, h)
+    assert (out[:PLANES] == -5).all() and (out[(H + 1) * PLANES :] == -5).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -16,8 +16,8 @@ from .access import (
 )
 from .calls import call
 from .lanes import (
-    add_numbers, count_bits, count_ones, number_bits, number_word, plane_numbers, run_count,
-    run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
+    add_numbers, count_bits, count_ones, number_word, plane_numbers, plane_row_words,
+    run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import LANES, PLAIN, _BODY, _JIT, _chunk, _step, _stream, _unravel
@@ -571,7 +571,8 @@ def _scatter_lanes(a, b, sc, sw, W, nl, src):
 
 
 @numba.njit(**_BODY)
-def _plane_bit_counts(x, xb, xd, xl, H, W, w0, d0, d1, ring, hs, he, wbits, bits, cw, cb, cwt):
+def _plane_bit_counts(x, xb, xd, xl, H, W, w0, d0, d1, ring, hs, he, wbits, bits, cw, cb, cwt,
+                      words):
     """``cw[cb + (oh * OW + ow) * LANES + l]``: the numbers in window ``(oh, ow)`` of slabs
     ``[d0, d1)`` of the volume at ``xb + xl[l]`` (slab ``d`` at ``d * xd``; rows of ``W <= 64``
     at unit stride, planes that are runs): a bit mask per row, made for slabs ``w0 <= d < d1``
@@ -581,10 +582,7 @@ def _plane_bit_counts(x, xb, xd, xl, H, W, w0, d0, d1, ring, hs, he, wbits, bits
     inlined (compile time)."""
     OW = wbits.size
     for d in range(w0, d1):
-        o = (d % ring) * H * LANES
-        for l in range(LANES):
-            for h in range(H):
-                number_bits(bits, o + h * LANES + l, x, xb + d * xd + xl[l] + h * W, W)
+        plane_row_words(bits, (d % ring) * H * LANES, x, xb + d * xd, xl, H, W, words)
     for d in range(d0, d1):
         o = (d % ring) * H * LANES
         dst, q0 = (cw, cb) if d == d0 else (cwt, 0)
@@ -705,6 +703,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     cw = np.empty(lring * OH * OW * LANES if fused else 0, np.int32)
     cwt = np.empty(OH * OW * LANES if depth > 1 else 0, np.int32)
     bits = np.empty(depth * H * LANES if x_bits else 0, np.int64)
+    words = np.empty(((H * W + 63) // 64 + 1) * LANES if x_bits else 0, np.int64)
     spans = _word_spans(ws, we, W, x_bits or x_count)
     wbits = spans[2]  # (read where x_bits: rows of at most 64)
     z = acc(go, 0)
@@ -737,7 +736,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                     _plane_bit_counts(x, xv, xd, xl, H, W, max(d_next, tab[sd + od]),
                                       tab[sd + od], tab[ed + od], depth, tab[sh : sh + OH],
                                       tab[eh : eh + OH], wbits, bits, cw,
-                                      (od % lring) * OH * OW * LANES, cwt)
+                                      (od % lring) * OH * OW * LANES, cwt, words)
                     d_next = max(d_next, tab[ed + od])
                 od_next = max(od_next, od1)
             elif fused:  # exact integers: rows of columns, then columns of windows

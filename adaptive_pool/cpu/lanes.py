@@ -11,8 +11,9 @@ and a masked load (or store) for the last ``n % 32``, so a short run is one mask
 not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes
 copied side by side (:func:`interleave_planes`, a transpose in registers), one element of each
 added into its own sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them),
-a window's columns of such a copy summed in a register (:func:`sum_blocks`), and windows'
-numbers counted from the bit masks (:func:`count_bits`).
+a window's columns of such a copy summed in a register (:func:`sum_blocks`), the planes'
+rows marked in bit masks (:func:`plane_row_words`) and windows' numbers counted from them
+(:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -650,6 +651,68 @@ def number_bits(typingctx, out, o, src, b, n):
         return context.get_dummy_value()
 
     return types.none(out, i64, src, i64, i64), codegen
+
+
+@intrinsic
+def plane_row_words(typingctx, out, o, src, b, poff, H, W, words):
+    """``out[o + h * PLANES + l]``: :func:`number_bits`'s word of row ``h`` of plane ``l``, for
+    ``h < H`` and the ``PLANES`` planes whose rows of ``W <= 64`` elements follow each other
+    in a run of ``H * W`` from ``src[b + poff[l]]``. Each run is marked 64 elements a word
+    (``words``: int64 scratch of ``(ceil(H * W / 64) + 1) * PLANES``, plane-interleaved),
+    then each row's word is shifted out of the two words it spans, the ``PLANES`` planes one
+    vector: a mask a row took a masked load and a test of each row of each plane on its own.
+    The caller keeps every run inside ``src`` and ``W <= 64``."""
+    i64 = types.int64
+    if not (_storage(src) and all(isinstance(a, types.Array) and a.dtype == i64
+                                  for a in (out, poff, words))):
+        return None
+
+    def codegen(context, builder, signature, args):
+        _, o, _, b, _, H, W, _ = args
+        t = ir.IntType(64)
+        odata, pdata, wdata = (_data(context, builder, signature.args[k], args[k])
+                               for k in (0, 4, 7))
+        eight, full = ir.Constant(t, PLANES), ir.Constant(t, 64)
+        n = builder.mul(H, W)
+        nw = builder.lshr(builder.add(n, ir.Constant(t, 63)), ir.Constant(t, 6))
+        for l in range(PLANES):
+            lane = ir.Constant(t, l)
+            start = builder.add(b, builder.load(builder.gep(pdata, [lane])))
+            with cgutils.for_range(builder, nw) as loop:
+                first = builder.shl(loop.index, ir.Constant(t, 6))
+                run = _Run(context, builder, signature.args[2], args[2],
+                           builder.add(start, first))
+                left = builder.sub(n, first)
+                count = builder.select(builder.icmp_unsigned("<", left, full), left, full)
+                at = builder.add(builder.mul(loop.index, eight), lane)
+                builder.store(_number_word(builder, run, count), builder.gep(wdata, [at]))
+            # a zero word after the last: a row ending in the last word reads it
+            builder.store(ir.Constant(t, 0),
+                          builder.gep(wdata, [builder.add(builder.mul(nw, eight), lane)]))
+        vec = ir.VectorType(t, PLANES)
+
+        def planes(k):
+            """The ``PLANES`` planes' word ``k``."""
+            ptr = builder.gep(wdata, [builder.mul(k, eight)])
+            return builder.load(builder.bitcast(ptr, vec.as_pointer()), align=8)
+
+        keep = _splat(builder, vec, builder.lshr(ir.Constant(t, -1), builder.sub(full, W)))
+        one = ir.Constant(vec, [1] * PLANES)
+        with cgutils.for_range(builder, H) as loop:
+            s = builder.mul(loop.index, W)
+            k = builder.lshr(s, ir.Constant(t, 6))
+            shift = builder.and_(s, ir.Constant(t, 63))
+            low = builder.lshr(planes(k), _splat(builder, vec, shift))
+            # the next word's bits above the row's first: shifted by 64 - shift in two steps
+            # (a shift by 64 is undefined)
+            high = builder.shl(builder.shl(planes(builder.add(k, ir.Constant(t, 1))), one),
+                               _splat(builder, vec, builder.sub(ir.Constant(t, 63), shift)))
+            row = builder.and_(builder.or_(low, high), keep)
+            ptr = builder.gep(odata, [builder.add(o, builder.mul(loop.index, eight))])
+            builder.store(row, builder.bitcast(ptr, vec.as_pointer()), align=8)
+        return context.get_dummy_value()
+
+    return types.none(out, i64, src, i64, poff, i64, i64, words), codegen
 
 
 @intrinsic
