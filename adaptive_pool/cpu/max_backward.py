@@ -486,8 +486,15 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                 # keys are offsets in the group: one loop over its outputs, in ascending order
                 if disjoint:  # a store, not a load and an add: the same bits
                     z = acc(go, 0)
-                    for q in range(B * m):
-                        put(gi, ib + keys[q], z + vals[np.uint64(vo + q)])
+                    if m == plane:
+                        # windows of one element, the identity: output q's index, checked,
+                        # is element q, so the gradients are stored as one run (float32
+                        # 32x512x7x7 -> 7x7 1.62x, 512x14 -> 14 1.17-1.50x)
+                        for q in range(B * m):
+                            put(gi, ib + q, z + vals[np.uint64(vo + q)])
+                    else:
+                        for q in range(B * m):
+                            put(gi, ib + keys[q], z + vals[np.uint64(vo + q)])
                 elif decodes(gi):
                     if whole:
                         _scatter_add(sums, 0, keys, gv, B * m, OW > W)
@@ -541,7 +548,8 @@ def max_pool_backward_sparse(
     element's sum in a register instead, its outputs being consecutive), so each element's
     sum starts from +0.0 and takes its gradients in ascending output order: bit for bit the gather's result. Where the
     windows are ``disjoint`` (no element in two of them) an element takes one gradient at most,
-    and the result is written straight, ``+0.0 + g`` (rounded once where 16-bit). Zeroing the
+    and the result is written straight, ``+0.0 + g`` (rounded once where 16-bit; windows of one
+    element, the identity, as one run). Zeroing the
     planes here, just before the scattered writes, keeps their cache lines hot for them and
     spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
     ``2**22`` elements (:func:`_check_plane`).
