@@ -660,8 +660,8 @@ def plane_row_words(typingctx, out, o, src, b, poff, H, W, words):
     in a run of ``H * W`` from ``src[b + poff[l]]``. Each run is marked 64 elements a word
     (``words``: int64 scratch of ``(ceil(H * W / 64) + 1) * PLANES``, plane-interleaved),
     then each row's word is shifted out of the two words it spans, the ``PLANES`` planes one
-    vector: a mask a row took a masked load and a test of each row of each plane on its own.
-    The caller keeps every run inside ``src`` and ``W <= 64``."""
+    vector (a masked load and a test for each row of each plane took longer). The caller
+    keeps every run inside ``src`` and ``W <= 64``."""
     i64 = types.int64
     if not (_storage(src) and all(isinstance(a, types.Array) and a.dtype == i64
                                   for a in (out, poff, words))):
@@ -1055,12 +1055,12 @@ def sum_blocks(typingctx, a, q, src, lo, hi):
         vec = ir.VectorType(elem, PLANES)
         size = elem.get_abi_size(context.target_data)
         total = cgutils.alloca_once_value(builder, ir.Constant(vec, None))
+        add = builder.fadd if floating else builder.add
         one = ir.Constant(ir.IntType(64), 1)
         with cgutils.for_range_slice(builder, args[3], args[4], one) as (k, _):
             at = builder.mul(k, ir.Constant(k.type, PLANES))
             v = builder.load(builder.bitcast(builder.gep(sdata, [at]), vec.as_pointer()),
                              align=size)
-            add = builder.fadd if floating else builder.add
             builder.store(add(builder.load(total), v), total)
         ptr = builder.bitcast(builder.gep(adata, [args[1]]), vec.as_pointer())
         builder.store(builder.load(total), ptr, align=size)

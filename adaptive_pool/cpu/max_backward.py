@@ -549,9 +549,9 @@ def max_pool_backward_sparse(
     sum starts from +0.0 and takes its gradients in ascending output order: bit for bit the gather's result. Where the
     windows are ``disjoint`` (no element in two of them) an element takes one gradient at most,
     and the result is written straight, ``+0.0 + g`` (rounded once where 16-bit; windows of one
-    element, the identity, as one run). Zeroing the
-    planes here, just before the scattered writes, keeps their cache lines hot for them and
-    spreads the fill over the threads (1.3-2x against a zeroed allocation). Planes must be at most
+    element, the identity, as one run). Zeroing the planes here, just before the scattered
+    writes, keeps their cache lines hot for them and spreads the fill over the threads (1.3-2x
+    against a zeroed allocation). Planes must be at most
     ``2**22`` elements (:func:`_check_plane`).
     """
     for ch in prange(nchunk):
