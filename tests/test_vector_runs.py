@@ -11,7 +11,7 @@ import pytest
 from adaptive_pool.cpu.lanes import (
     PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
     number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill, run_sum,
-    share_planes, store_planes, sum_blocks, vector_runs,
+    share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -87,6 +87,11 @@ def _sum_blocks(a, q, src, lo, hi):
 @numba.njit
 def _plane_row_words(out, o, src, b, poff, H, W, words):
     plane_row_words(out, o, src, b, poff, H, W, words)
+
+
+@numba.njit
+def _channel_runs(dst, b, stride, src, P, m, nc):
+    store_channel_runs(dst, b, stride, src, P, m, nc)
 
 
 @numba.njit
@@ -363,6 +368,31 @@ def test_planes_added_side_by_side(dtype, skip):
         _add_planes(a, q, src, o, poff, cnt, skip)
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(cnt, want_cnt)
+
+
+@pytest.mark.parametrize(
+    "src_dtype,dst_dtype",
+    [(np.float32, np.float32), (np.float64, np.float64), (np.int16, np.int16),
+     (np.uint16, np.uint16), (np.int32, np.int32), (np.int64, np.int64), (np.int32, np.int64)],
+    ids=lambda d: np.dtype(d).name,
+)
+@pytest.mark.parametrize("padded", [True, False], ids=["padded", "exact"])
+def test_channel_runs_stored(src_dtype, dst_dtype, padded):
+    """``store_channel_runs`` stores output t of channel l (``src[t * P + l]``) at
+    ``dst[b + l * stride + t]`` for every t < m and l < nc, blocks of 8 by 8 whole or partial,
+    from a buffer padded for whole loads or one of the exact size (masked loads), int32
+    indices into int64 sign-extended; nothing else in ``dst`` changes."""
+    rng = np.random.default_rng(13)
+    for m, nc, P in [(1, 1, 1), (4, 7, 7), (5, 13, 16), (8, 8, 8), (11, 20, 24), (3, 9, 9)]:
+        size = (-(-m // 8) * 8 * P + 8) if padded else m * P
+        src = rng.integers(-30000, 30000, size).astype(src_dtype)
+        stride = m + 3
+        dst = np.full(2 + nc * stride + 5, 7, dst_dtype)
+        want = dst.copy()
+        for l in range(nc):
+            want[2 + l * stride : 2 + l * stride + m] = src[l : m * P : P][:m]
+        _channel_runs(dst, 2, stride, src, P, m, nc)
+        np.testing.assert_array_equal(dst, want, err_msg=str((m, nc, P)))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -10,12 +10,14 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .access import acc, decodes, enc, get, load_row, prefetch_to, put, scratch, store_row
+from .access import (
+    NATIVE_MASKS, acc, decodes, enc, get, load_row, prefetch_to, put, scratch, store_row,
+)
 from .calls import call
 from .lanes import add_block, add_planes, rows_sum, run_sum, vector_runs
 from .work import (
-    LANES, OUTPUT_BUFFER, SUM_LANES, _BODY, _JIT, _forward_item, _chunk, _interleave_band,
-    _plane_offsets, _step, _store_outputs, _stream, _unravel,
+    LANES, OUTPUT_BUFFER, RUN_OUTPUTS, SUM_LANES, _BODY, _JIT, _forward_item, _chunk,
+    _interleave_band, _output_buffer, _plane_offsets, _step, _store_outputs, _stream, _unravel,
 )
 
 
@@ -541,9 +543,13 @@ def _output_group(x, OW, P):
     """How many outputs of a row the channels-last average keeps before storing them: float64
     means of up to ``OUTPUT_BUFFER // P`` outputs, then each channel's stored together into a
     C-order result (a row's 512 channel planes of 25 outputs span 100 KB there, and one output
-    of each went to a line of its own: 64x512x14x14 -> 5x5 1.12-1.17x, skipna 1.14x).
-    Narrower results' planes stay in L1 and lost by it (float32 0.97x, 16-bit 0.66-0.81x)."""
-    return max(1, min(OW, OUTPUT_BUFFER // P)) if x.itemsize == 8 else 1
+    of each went to a line of its own: 64x512x14x14 -> 5x5 1.12-1.17x, skipna 1.14x), and
+    those of other dtypes where :data:`RUN_OUTPUTS` or more are stored as runs of channels
+    through transposes in registers (float32, 16-bit 14x14 -> 5x5 1.14-1.23x, 28x28 -> 7x7
+    1.20-1.27x). Stored one element at a time, narrower results lost by it (float32 0.97x,
+    16-bit 0.66-0.81x): their planes stay in L1."""
+    g = max(1, min(OW, OUTPUT_BUFFER // P))
+    return g if x.itemsize == 8 or (NATIVE_MASKS and g >= RUN_OUTPUTS) else 1
 
 
 @numba.njit(inline="always")
@@ -597,7 +603,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     a = scratch(x, SUM_LANES * P)
     cnt = np.empty(SUM_LANES * P if skip is not None else 0, np.int32)
     g = _output_group(x, OW, P)
-    o = np.empty(g * P, x.dtype)
+    o = np.empty(_output_buffer(g, P), x.dtype)
     eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
     at = np.empty(24, np.int64)  # and those of eight of its lanes
     ws = tab[sw : sw + OW]
@@ -706,7 +712,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
     # summed as the channels of a channels-last input (_channel_window), a row's means then
     # stored each plane's together
     wide = P > LANES
-    o = np.empty(OW * P if wide else 0, x.dtype)
+    o = np.empty(_output_buffer(OW, P) if wide else 0, x.dtype)
     eo = np.empty(2 * SUM_LANES if wide else 0, np.int64)
     at = np.empty(24 if wide else 0, np.int64)
     poff = np.empty(LANES, np.int64)

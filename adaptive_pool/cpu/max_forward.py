@@ -13,7 +13,7 @@ from .access import dec, key, key_nan
 from .calls import call
 from .work import (
     LANES, OUTPUT_BUFFER, _BODY, _JIT, _forward_item, _chunk, _interleave_band, _step,
-    _store_outputs, _unravel,
+    _output_buffer, _store_outputs, _unravel,
 )
 
 
@@ -431,8 +431,8 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
     P = block
     # the maxima of up to ``g`` outputs of a row, stored together (_store_outputs)
     g = max(1, min(OW, OUTPUT_BUFFER // P))
-    at = np.empty(g * P, np.int32)  # the in-plane index of each channel's maximum
-    v = np.empty(g * P, x.dtype)  # and its value as stored
+    at = np.empty(_output_buffer(g, P), np.int32)  # the in-plane index of each maximum
+    v = np.empty(_output_buffer(g, P), x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     # planes whose channels are not adjacent (C order): each block's whole planes copied side

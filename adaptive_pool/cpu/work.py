@@ -10,7 +10,8 @@ import numpy as np
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .lanes import PLANES, interleave_planes, vector_runs
+from .access import NATIVE_MASKS
+from .lanes import PLANES, interleave_planes, store_channel_runs, vector_runs
 
 
 #: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
@@ -81,6 +82,20 @@ SKIPNA = True
 OUTPUT_BUFFER = 1 << 12
 
 
+#: Outputs of a row from which :func:`_store_outputs` stores C-order runs of channels through
+#: transposes in registers (:func:`~adaptive_pool.cpu.lanes.store_channel_runs`, 8 outputs a
+#: block: two of them took 0.63-0.69x the time of the stores one element at a time).
+RUN_OUTPUTS = 4
+
+
+@numba.njit(inline="always")
+def _output_buffer(g, P):
+    """The elements of a buffer of ``g`` outputs of ``P`` channels side by side
+    (:func:`_store_outputs`): rows up to a multiple of ``PLANES`` and ``PLANES`` more, so that
+    :func:`~adaptive_pool.cpu.lanes.store_channel_runs` loads its blocks whole."""
+    return -(-g // PLANES) * PLANES * P + PLANES
+
+
 @numba.njit(inline="always")
 def _store_outputs(y, yb, yc, yw, v, P, nc, o0, m):
     """Store outputs ``o0 .. o0 + m - 1`` of a row of ``nc`` adjacent channels (output ``t`` of
@@ -95,6 +110,8 @@ def _store_outputs(y, yb, yc, yw, v, P, nc, o0, m):
             yo = yb + (o0 + t) * yw
             for l in range(nc):
                 y[np.uint64(yo + l)] = v[np.uint64(t * P + l)]
+    elif NATIVE_MASKS and yw == 1 and m >= RUN_OUTPUTS:
+        store_channel_runs(y, yb + o0, yc, v, P, m, nc)
     else:
         for l in range(nc):
             for t in range(m):
