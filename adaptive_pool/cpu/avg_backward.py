@@ -20,7 +20,7 @@ from .lanes import (
     run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
-from .work import LANES, PLAIN, _BODY, _JIT, _chunk, _step, _stream, _unravel
+from .work import LANES, _BODY, _JIT, _chunk, _step, _stream, _unravel
 
 
 #: The 8-planes backward stores a block of planes as one run (``seq`` in

@@ -431,8 +431,9 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchun
     P = block
     # the maxima of up to ``g`` outputs of a row, stored together (_store_outputs)
     g = max(1, min(OW, OUTPUT_BUFFER // P))
-    at = np.empty(_output_buffer(g, P), np.int32)  # the in-plane index of each maximum
-    v = np.empty(_output_buffer(g, P), x.dtype)  # and its value as stored
+    size = _output_buffer(g, P)
+    at = np.empty(size, np.int32)  # the in-plane index of each channel's maximum
+    v = np.empty(size, x.dtype)  # and its value as stored
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     # planes whose channels are not adjacent (C order): each block's whole planes copied side
