@@ -35,11 +35,12 @@ warmup: $(VENV)/.installed-demo
 
 # The CUDA simulator must be enabled before numba is imported, so it gets its own process.
 # The warm-up first fills Numba's cache in parallel; the tests then load every kernel from it,
-# one worker per core (on 2 cores: 3.6 minutes instead of 5.1-6.2).
+# one worker per core, an idle worker taking tests queued for another (worksteal: on 2 cores
+# 3.7 minutes instead of 4.6-5.0, where one worker was left with the PTX compiles alone).
 test: $(VENV)/.installed-test
 	$(PY) -m adaptive_pool warmup
-	$(PY) -m pytest -q -n auto -m "not cudasim"
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -n auto -m cudasim
+	$(PY) -m pytest -q -n auto --dist worksteal -m "not cudasim"
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -n auto --dist worksteal -m cudasim
 
 # The API reference, from the docstrings; any Sphinx warning is an error.
 docs: $(VENV)/.installed-test

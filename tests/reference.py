@@ -252,28 +252,26 @@ def round_exact(v64: np.ndarray, dtype) -> np.ndarray:
     first = v64.astype(dtype)
     if dtype in (np.float32, np.float16):
         return first  # NumPy rounds float64 directly to these
-    # bfloat16: choose among the neighbours of the cast the nearest one, ties to even.
+    # bfloat16: choose among the neighbours of the cast the nearest one, ties to even (the
+    # first of equals in the order -1, 0, +1; a neighbour that is not finite never wins).
     bits = first.view(np.uint16).astype(np.int64)
-    out = first.copy()
-    flat_v = v64.ravel()
-    flat_b = bits.ravel()
-    flat_o = out.ravel()
-    for k in range(flat_v.size):
-        v = flat_v[k]
-        if not np.isfinite(v) or not np.isfinite(flat_o[k].astype(np.float64)):
+    best = None
+    for delta in (-1, 0, 1):
+        cand_bits = ((bits + delta) & 0xFFFF).astype(np.uint16)
+        cand = cand_bits.view(BF16)
+        c64 = cand.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            dist = np.where(np.isfinite(c64), np.abs(c64 - v64), np.inf)
+        odd = cand_bits & 1
+        if best is None:
+            best, best_dist, best_odd = cand, dist, odd
             continue
-        best = None
-        for delta in (-1, 0, 1):
-            cand_bits = np.array([(int(flat_b[k]) + delta) & 0xFFFF], np.uint16)
-            cand = cand_bits.view(BF16)
-            c64 = float(cand.astype(np.float64)[0])
-            if not math.isfinite(c64):
-                continue
-            key = (abs(c64 - v), int(cand_bits[0]) & 1)
-            if best is None or key < best[0]:
-                best = (key, cand[0])
-        flat_o[k] = best[1]
-    return out
+        better = (dist < best_dist) | ((dist == best_dist) & (odd < best_odd))
+        best = np.where(better, cand, best)
+        best_dist = np.where(better, dist, best_dist)
+        best_odd = np.where(better, odd, best_odd)
+    keep = ~(np.isfinite(v64) & np.isfinite(first.astype(np.float64)))
+    return np.where(keep, first, best).astype(dtype)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

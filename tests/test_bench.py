@@ -177,6 +177,7 @@ def test_no_torch_run(tmp_path, capsys):
     assert "torch" not in res["meta"]["workers"]["cpu"]["ours"]["imported"]
 
 
+@pytest.mark.slow
 def test_two_process_run_against_torch(tmp_path, capsys, torch):
     out = tmp_path / "bench.json"
     status = main(["bench", "--quiet", "--repeat", "2", "--block", "1", "--warmup", "1",
@@ -204,6 +205,7 @@ def test_two_process_run_against_torch(tmp_path, capsys, torch):
     assert (tmp_path / "b.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_channels_last_inputs_against_torch(tmp_path, capsys, torch):
     """Channels-last cases: each side gets its library's channels-last input (an NCHW view of
     NHWC memory; PyTorch's channels_last format), and the results agree."""

@@ -260,6 +260,31 @@ def test_bf16_encode_matches_ml_dtypes_around_every_boundary():
 
 
 # -- operator accuracy --------------------------------------------------------------------------
+def test_reference_rounds_float64_to_bfloat16_once():
+    """The target of the ulp bounds below: float64 rounded to the nearest bfloat16, ties to an
+    even pattern, against exact rational arithmetic, on ties, values one float64 ulp off a tie
+    (a cast through float32 rounds those twice), their negatives and random values."""
+    from bisect import bisect_left
+    from fractions import Fraction
+
+    grid = np.arange(0x7F80, dtype=np.uint16)  # every finite bfloat16 of positive sign
+    values = grid.view(BF16).astype(np.float64)
+    k = np.random.default_rng(3).integers(0, grid.size - 1, 300)
+    mid = (values[k] + values[k + 1]) / 2
+    v = np.concatenate([mid, np.nextafter(mid, 0), np.nextafter(mid, np.inf),
+                        np.random.default_rng(4).standard_normal(300) * 1e3])
+    v = np.concatenate([v, -v])
+
+    def exact(x):
+        k = min(bisect_left(values, abs(x)), grid.size - 1)
+        near = min((abs(Fraction(abs(x)) - Fraction(values[j])), int(grid[j]) & 1, j)
+                   for j in (k - 1, k) if j >= 0)
+        return (int(grid[near[2]]) | (0x8000 if x < 0 else 0))
+
+    want = np.array([exact(x) for x in v], np.uint16)
+    np.testing.assert_array_equal(ref.round_exact(v, BF16).view(np.uint16), want)
+
+
 def _ulps_of_every_operator(dtype, seed, signed=True):
     low = -4.0 if signed else 0.25
     out = {}
@@ -375,6 +400,7 @@ def test_float16_sums_do_not_overflow():
     assert np.isinf(ap.adaptive_max_pool3d_backward(gm, v, idx).astype(np.float64)).all()
 
 
+@pytest.mark.slow
 def test_f16_without_f16c_uses_the_integer_codec(tmp_path):
     """A target without F16C (numba's generic CPU) must not get LLVM half conversions (no
     runtime helper is linked: they would crash) and must give the same bits."""

@@ -200,6 +200,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_a_cold_kernel_runs_the_baseline_while_the_tuned_one_compiles(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path),
            "ADAPTIVE_POOL_KERNELS": "tiered"}

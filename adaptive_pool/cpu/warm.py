@@ -102,34 +102,36 @@ def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
     return run
 
 
-#: name -> (kernels it compiles, whether it depends on the index dtype, how to reach them)
+#: name -> (kernels it compiles, whether it depends on the index dtype, how to reach them),
+#: longest compile first (every dtype, 2026-12-06, Zen 4: max_pool_channels 116 s down to
+#: avg_pool_runs 12 s), so that the last group to start is a short one
 KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], None]]] = {
-    "avg_pool_direct": (("avg_pool_direct",), False, _avg((1, 3, 3), (1, 2, 2), 1)),
-    "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 66), (1, 1, 2), 1)),
-    "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
-    "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
-    "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
-    "avg_pool_channels": (("avg_pool_channels",), False, _channels_last("avg")),
+    "max_pool_channels": (("max_pool_channels",), True, _channels_last("max")),
+    "avg_pool_backward_lanes": (
+        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
+    ),
     "avg_pool_backward": (  # (windows two d deep: a count pass when NaN-skipping)
         ("avg_pool_backward", "count_valid"), False,
         _avg_backward((2, 6, 6), (1, 2, 2), 1),
     ),
-    "avg_pool_backward_lanes": (
-        ("avg_pool_backward_lanes",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8)
-    ),
+    "avg_pool_lanewise": (("avg_pool_lanewise",), False, _avg((1, 3, 3), (1, 2, 2), 8)),
+    "max_pool_runs": (("max_pool_runs",), True, _max((2, 3, 3), (1, 1, 1))),
+    "max_pool": (("max_pool",), True, _max((2, 3, 3), (1, 2, 2))),
+    "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
+    "avg_pool_direct": (("avg_pool_direct",), False, _avg((1, 3, 3), (1, 2, 2), 1)),
+    "avg_pool_channels": (("avg_pool_channels",), False, _channels_last("avg")),
+    "avg_pool_rowwise": (("avg_pool_rowwise",), False, _avg((1, 2, 66), (1, 1, 2), 1)),
     "avg_pool_backward_runs": (
         ("avg_pool_backward_runs",), False, _avg_backward((1, 3, 3), (1, 1, 1), 1)
+    ),
+    "max_pool_backward": (
+        ("first_bad_index", "max_pool_backward"), True, _max_backward(False)
     ),
     "avg_pool_backward_columns": (  # (rows of 8 one element in h: planes of 24 as one row)
         ("avg_pool_backward_columns",), False, _avg_backward((2, 3, 8), (1, 3, 8), 1)
     ),
-    "max_pool": (("max_pool",), True, _max((2, 3, 3), (1, 2, 2))),
-    "max_pool_runs": (("max_pool_runs",), True, _max((2, 3, 3), (1, 1, 1))),
-    "max_pool_channels": (("max_pool_channels",), True, _channels_last("max")),
-    "max_pool_backward_sparse": (("max_pool_backward_sparse",), True, _max_backward(True)),
-    "max_pool_backward": (
-        ("first_bad_index", "max_pool_backward"), True, _max_backward(False)
-    ),
+    "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
+    "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
 }
 
 
