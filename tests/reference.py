@@ -259,8 +259,8 @@ def round_exact(v64: np.ndarray, dtype) -> np.ndarray:
     for delta in (-1, 0, 1):
         cand_bits = ((bits + delta) & 0xFFFF).astype(np.uint16)
         cand = cand_bits.view(BF16)
-        c64 = cand.astype(np.float64)
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # (NaN neighbours of infinities and NaN)
+            c64 = cand.astype(np.float64)
             dist = np.where(np.isfinite(c64), np.abs(c64 - v64), np.inf)
         odd = cand_bits & 1
         if best is None:
@@ -270,7 +270,8 @@ def round_exact(v64: np.ndarray, dtype) -> np.ndarray:
         best = np.where(better, cand, best)
         best_dist = np.where(better, dist, best_dist)
         best_odd = np.where(better, odd, best_odd)
-    keep = ~(np.isfinite(v64) & np.isfinite(first.astype(np.float64)))
+    with np.errstate(invalid="ignore"):
+        keep = ~(np.isfinite(v64) & np.isfinite(first.astype(np.float64)))
     return np.where(keep, first, best).astype(dtype)
 
 
