@@ -276,10 +276,10 @@ def test_reference_rounds_float64_to_bfloat16_once():
     v = np.concatenate([v, -v])
 
     def exact(x):
-        k = min(bisect_left(values, abs(x)), grid.size - 1)
+        i = min(bisect_left(values, abs(x)), grid.size - 1)
         near = min((abs(Fraction(abs(x)) - Fraction(values[j])), int(grid[j]) & 1, j)
-                   for j in (k - 1, k) if j >= 0)
-        return (int(grid[near[2]]) | (0x8000 if x < 0 else 0))
+                   for j in (i - 1, i) if j >= 0)
+        return int(grid[near[2]]) | (0x8000 if x < 0 else 0)
 
     want = np.array([exact(x) for x in v], np.uint16)
     np.testing.assert_array_equal(ref.round_exact(v, BF16).view(np.uint16), want)
