@@ -1043,10 +1043,10 @@ def store_channel_runs(typingctx, dst, b, stride, src, P, m, nc):
     of ``PLANES`` channels by ``PLANES`` outputs a transpose in registers and ``PLANES``
     masked stores, where each element was a store of its own into another cache line. A block
     is loaded whole where ``src`` holds it (its lanes past ``nc`` and rows past ``m`` are
-    loaded and not stored: a caller pads ``src`` to :func:`channel_runs_size` for that), else
-    lane by lane through masks (loads masked right after the stores that wrote them wait for
-    those stores: 0.35-0.6x). ``dst`` and ``src``: the same dtype of :data:`_MOVED` or int32 /
-    int64, or int32 into int64 (indices, sign-extended). For AVX-512 (``NATIVE_MASKS``): the
+    loaded and not stored: callers pad ``src``, ``work._output_buffer``), else lane by lane
+    through masks (loads masked right after the stores that wrote them wait for those stores:
+    0.35-0.6x). ``dst`` and ``src``: the same dtype of :data:`_MOVED` or int32 / int64, or
+    int32 into int64 (indices, sign-extended). For AVX-512 (``NATIVE_MASKS``): the
     caller keeps every index of ``dst`` inside it."""
     ints = (types.int32, types.int64)
     if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
