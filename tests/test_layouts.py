@@ -121,6 +121,43 @@ def test_avg_backward_large_results_of_small_planes(dtype, skipna):
         assert not got[np.isnan(x)].any()
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out",
+    [((2, 19, 14, 14), (5, 5)), ((3, 130, 9, 10), (4, 3)), ((2, 8, 4, 4), (7, 11)),
+     ((1, 16, 5, 7, 6), (2, 3, 4)), ((2, 9, 4, 16, 16), (3, 1, 5))],
+)
+def test_avg_backward_of_channels_last_gradients_in_blocks_of_planes(shape, out, dtype,
+                                                                      monkeypatch):
+    """Channels-last gradients of small planes, which the plain average backward takes up to
+    128 planes side by side (130 channels: a block of 128 and one of 2; 19: a block of 24
+    lanes; upsampled: elements in 3 windows of a row; windows deeper than one d): the bits of
+    C-order gradients (the 8-planes kernel), into C-order, channels-last and strided results,
+    within the reference's ulps."""
+    from adaptive_pool.cpu import backend, kernels
+
+    chosen = []
+    runner = backend.CpuBackend._runner
+    monkeypatch.setattr(backend.CpuBackend, "_runner",
+                        lambda self, kernel, work: chosen.append(kernel) or runner(self, kernel, work))
+    ap.clear_cache()
+    x = rand(shape, dtype, seed=21)
+    go = rand(shape[:2] + out, dtype, seed=22, low=0.0)  # (no cancellation: ulps stay meaningful)
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
+    want = fn(go, x)
+    assert kernels.avg_pool_backward_block not in chosen
+    got = fn(channels_last(go), x)
+    assert kernels.avg_pool_backward_block in chosen
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    for into in (channels_last(np.empty_like(want)), np.empty(shape[:-1] + (shape[-1] + 3,),
+                                                              dtype)[..., 1:-2]):
+        fn(channels_last(go), x, out=into)
+        np.testing.assert_array_equal(_bits(into), _bits(want))
+    exact = ref.avg_pool_backward(go, x.shape, len(out))
+    assert ref.max_ulp(got, exact) <= (1 if np.dtype(dtype).itemsize == 2 else 8)
+    ap.clear_cache()
+
+
 @pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(

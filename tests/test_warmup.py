@@ -43,9 +43,9 @@ def test_each_group_reaches_its_kernels_in_a_fresh_process():
     )
     assert r.returncode == 0, r.stderr[-3000:]
     # 6 average forwards (direct, rowwise, lanewise, runs, columns, channels), the average
-    # backward with its counts, its lanes, its runs and its columns, the max forward, its runs
-    # and its channels, the sparse backward, the check + gather: 17 a dtype
-    assert int(r.stdout.split()[-1]) == 17 * 2
+    # backward with its counts, its lanes, its blocks, its runs and its columns, the max
+    # forward, its runs and its channels, the sparse backward, the check + gather: 18 a dtype
+    assert int(r.stdout.split()[-1]) == 18 * 2
 
 
 def test_a_kernel_the_backend_no_longer_picks_is_an_error():

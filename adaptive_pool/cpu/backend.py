@@ -15,6 +15,7 @@ from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import baseline, calls, kernels, relayout, results, tiers
 from .access import NATIVE_MASKS, SPLIT_512
+from .avg_backward_blocks import BLOCK
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -554,6 +555,15 @@ class CpuBackend:
                 run(gf, gg, if_, ig, tab, dims, xf if reads_x else gf, xg_, skip, prefetch, nch)
 
             return _bind(call, (run,), like, base, reads_x)
+        if not reads_x and _channel_blocks(gg, dims):
+            block = _backward_block(c, n * d)
+            run, serial = self._runner(kernels.avg_pool_backward_block, work)
+            nch = self._chunks(n * -(-c // block) * d, serial)
+
+            def call(run, gf, if_, xf):
+                run(gf, gg, if_, ig, tab, dims, block, nch)
+
+            return _bind(call, (run,), like, base, reads_x)
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
@@ -903,6 +913,25 @@ def _channel_block(c: int, rows: int) -> int:
     return max(min(c, kernels.CHANNEL_BLOCK), -(-c // parts))
 
 
+def _channel_blocks(gg, dims) -> bool:
+    """Whether the plain average backward takes blocks of planes side by side
+    (:func:`~adaptive_pool.cpu.kernels.avg_pool_backward_block`): gradients whose channels are
+    adjacent (channels-last), 8 of them or more, planes of at most :data:`_BLOCK_PLANE`."""
+    c, h, w = dims[1], dims[3], dims[4]
+    return gg[2] == 1 and c >= kernels.LANES and h * w <= _BLOCK_PLANE
+
+
+def _backward_block(c: int, slabs: int) -> int:
+    """Planes a work item of the block backward takes (``slabs``: the ``(n, d)`` slabs of each
+    plane): up to :data:`~adaptive_pool.cpu.avg_backward_blocks.BLOCK`, a multiple of
+    ``LANES``, fewer where that leaves fewer than ``4 * threads`` work items."""
+    lanes = kernels.LANES
+    block = min(BLOCK, -(-c // lanes) * lanes)
+    while block > lanes and slabs * -(-c // block) < 4 * _threads():
+        block = max(lanes, block // 2 // lanes * lanes)
+    return block
+
+
 def _sparse_group(m: int, plane: int, itemsize: int, disjoint: bool) -> int:
     """Planes a work item of the sparse max backward takes at once (see
     :data:`_SPARSE_GROUP` and :data:`_SPARSE_GROUP_OUTPUTS`)."""
@@ -1193,6 +1222,14 @@ _LANES_PLANE = 3584
 #: 1x2x5x9x10 -> 2x4x3 4.7-4.8 -> 3.9-4.0; as fast on 16x16 -> 4x4 and 20x20 -> 3x3, and
 #: slower on 28x28 -> 7x7 (float32 4.6 -> 4.9, bfloat16 4.7 -> 6.4).
 _FEW_LANES_PLANE = 256
+
+#: Elements of the planes up to which the plain average backward of channels-last gradients
+#: takes blocks of up to 128 of them side by side (:func:`_channel_blocks`) rather than the
+#: 8-planes kernel. A/B, one thread, Zen 4, the same bits: 64x512x14x14 -> 5x5 1.21-1.27x in
+#: every dtype, 32x512x7x7 -> 3x3 1.5-2.3x, 4x128x12x12 -> 5x5 1.32-1.36x, 16x64x20x20 ->
+#: 6x6 (400 elements) 0.97-1.15x, 28x28 -> 7x7 0.81-0.94x. Gradients in C order gain nothing
+#: so (float32 64x512x14x14 -> 5x5 0.89x): each plane's 25 of them are gathered apart.
+_BLOCK_PLANE = 256
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
 #: larger windows are taken in parts of this many elements (or one row).

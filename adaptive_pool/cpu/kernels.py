@@ -34,7 +34,8 @@ side for small windows (a ``32 x 8`` accumulator) and contiguous runs (global po
 (None, 1)). skipna is a compile-time flag (:data:`SKIPNA`): the plain kernels compile exactly
 as without it. The average backward reduces along w once per covering output row and adds
 whole rows (or writes each window's share over it, where every window is a run of memory:
-:func:`avg_pool_backward_runs`), and the max backward fills blocks of rows, both decoding and
+:func:`avg_pool_backward_runs`; small planes of channels-last gradients up to 128 side by side:
+:func:`avg_pool_backward_block`), and the max backward fills blocks of rows, both decoding and
 encoding through unit-stride loops that LLVM vectorises
 (:func:`~adaptive_pool.cpu.access.load_row` and ``store_row``). Into a result of its own, the
 max backward zeroes a plane and writes only the elements that receive a gradient
@@ -50,6 +51,7 @@ from .avg_backward import (
     _avg_backward_runs_chunk, avg_pool_backward, avg_pool_backward_columns,
     avg_pool_backward_lanes, avg_pool_backward_runs,
 )
+from .avg_backward_blocks import _avg_backward_block_chunk, avg_pool_backward_block
 from .avg_forward import (
     CHANNEL_BLOCK, _avg_channels_chunk, _avg_columns_chunk, _avg_direct_chunk,
     _avg_lanewise_chunk, _avg_rowwise_chunk, _avg_runs_chunk, avg_pool_channels,
@@ -68,7 +70,7 @@ from .work import LANES, PLAIN, SKIPNA, SUM_LANES
 
 __all__ = [
     "CHANNEL_BLOCK", "CHUNKS", "LANES", "PLAIN", "SKIPNA", "SUM_LANES", "avg_pool_backward",
-    "avg_pool_backward_columns", "avg_pool_backward_lanes", "avg_pool_backward_runs",
+    "avg_pool_backward_block", "avg_pool_backward_columns", "avg_pool_backward_lanes", "avg_pool_backward_runs",
     "avg_pool_channels", "avg_pool_columns", "avg_pool_direct", "avg_pool_lanewise",
     "avg_pool_rowwise", "avg_pool_runs", "count_valid", "first_bad_index", "max_pool",
     "max_pool_backward", "max_pool_backward_sparse", "max_pool_channels", "max_pool_runs",
@@ -91,6 +93,7 @@ CHUNKS = {
     count_valid: _count_chunk,
     avg_pool_backward: _avg_backward_chunk,
     avg_pool_backward_lanes: _avg_backward_lanes_chunk,
+    avg_pool_backward_block: _avg_backward_block_chunk,
     avg_pool_backward_runs: _avg_backward_runs_chunk,
     avg_pool_backward_columns: _avg_backward_columns_chunk,
     max_pool: _max_chunk,

@@ -45,12 +45,16 @@ def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None
     return run
 
 
-def _avg_backward(in3: tuple, out3: tuple, c: int) -> Callable:
-    """The average backward, plain and NaN-skipping."""
+def _avg_backward(in3: tuple, out3: tuple, c: int, channels_last: bool = False) -> Callable:
+    """The average backward, plain and NaN-skipping; of channels-last gradients plain only
+    (NaN-skipping calls take the kernels of other groups)."""
 
     def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, in3, out3, c)
         go = np.zeros((1, c) + out3, storage)
+        if channels_last:
+            go = np.ascontiguousarray(np.moveaxis(go, 1, -1)).transpose(0, 4, 1, 2, 3)
+            skipna = False
         for skip in (False, True)[: 1 + skipna]:
             BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=skip, x=x)
 
@@ -131,6 +135,9 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
         ("avg_pool_backward_columns",), False, _avg_backward((2, 3, 8), (1, 3, 8), 1)
     ),
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
+    "avg_pool_backward_block": (
+        ("avg_pool_backward_block",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8, True)
+    ),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
 }
 
