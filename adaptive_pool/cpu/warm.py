@@ -134,10 +134,10 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     "avg_pool_backward_columns": (  # (rows of 8 one element in h: planes of 24 as one row)
         ("avg_pool_backward_columns",), False, _avg_backward((2, 3, 8), (1, 3, 8), 1)
     ),
-    "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
     "avg_pool_backward_block": (
         ("avg_pool_backward_block",), False, _avg_backward((1, 3, 3), (1, 2, 2), 8, True)
     ),
+    "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
 }
 
