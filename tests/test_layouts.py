@@ -138,8 +138,12 @@ def test_avg_backward_of_channels_last_gradients_in_blocks_of_planes(shape, out,
 
     chosen = []
     runner = backend.CpuBackend._runner
-    monkeypatch.setattr(backend.CpuBackend, "_runner",
-                        lambda self, kernel, work: chosen.append(kernel) or runner(self, kernel, work))
+
+    def noted(self, kernel, work):
+        chosen.append(kernel)
+        return runner(self, kernel, work)
+
+    monkeypatch.setattr(backend.CpuBackend, "_runner", noted)
     ap.clear_cache()
     x = rand(shape, dtype, seed=21)
     go = rand(shape[:2] + out, dtype, seed=22, low=0.0)  # (no cancellation: ulps stay meaningful)

@@ -30,7 +30,7 @@ __all__ = ["BLOCK", "avg_pool_backward_block"]
 BLOCK = 128
 
 
-def _store_planes(gi, ib, ic, ih_, iw_, rows, buf, P, nl, H, W):  # pragma: no cover - stub
+def _store_planes(gi, ib, ic, ih_, iw_, rows, buf, P, nl, H, W):  # pragma: no cover - typing stub
     raise NotImplementedError
 
 
@@ -105,7 +105,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
                         o, q = gr + ow * gw, ow * P
                         for l in range(nl):  # (a run of go where its channels are adjacent)
                             gv[np.uint64(q + l)] = get(go, o + l * gc)
-                        for l in range(P):  # (one vector division a few planes)
+                        for l in range(P):  # (the divisions one vector loop)
                             gv[np.uint64(q + l)] /= v
                     # each column's shares from +0.0 in ascending ow, all planes a vector loop
                     q = ((od - od0) * OH + oh) * WP

@@ -70,11 +70,11 @@ from .work import LANES, PLAIN, SKIPNA, SUM_LANES
 
 __all__ = [
     "CHANNEL_BLOCK", "CHUNKS", "LANES", "PLAIN", "SKIPNA", "SUM_LANES", "avg_pool_backward",
-    "avg_pool_backward_block", "avg_pool_backward_columns", "avg_pool_backward_lanes", "avg_pool_backward_runs",
-    "avg_pool_channels", "avg_pool_columns", "avg_pool_direct", "avg_pool_lanewise",
-    "avg_pool_rowwise", "avg_pool_runs", "count_valid", "first_bad_index", "max_pool",
-    "max_pool_backward", "max_pool_backward_sparse", "max_pool_channels", "max_pool_runs",
-    "window_bounds",
+    "avg_pool_backward_block", "avg_pool_backward_columns", "avg_pool_backward_lanes",
+    "avg_pool_backward_runs", "avg_pool_channels", "avg_pool_columns", "avg_pool_direct",
+    "avg_pool_lanewise", "avg_pool_rowwise", "avg_pool_runs", "count_valid", "first_bad_index",
+    "max_pool", "max_pool_backward", "max_pool_backward_sparse", "max_pool_channels",
+    "max_pool_runs", "window_bounds",
 ]
 
 
