@@ -77,7 +77,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
     gv = scratch(go, OW * P)  # an output row's shares
     for k in range(gv.size):
-        gv[k] = 0  # (lanes past a last block's planes: numbers, never stored)
+        gv[k] = 0  # (lanes past a last block's planes hold numbers, never stored)
     part = scratch(go, OH * WP)
     rowd = scratch(go, WP)
     rows = scratch(go, _output_buffer(H * W, P))  # (padded for the transposes' loads)
@@ -105,7 +105,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
                         o, q = gr + ow * gw, ow * P
                         for l in range(nl):  # (a run of go where its channels are adjacent)
                             gv[np.uint64(q + l)] = get(go, o + l * gc)
-                        for l in range(P):  # (the divisions one vector loop)
+                        for l in range(nl):  # (the divisions one vector loop)
                             gv[np.uint64(q + l)] /= v
                     # each column's shares from +0.0 in ascending ow, all planes a vector loop
                     q = ((od - od0) * OH + oh) * WP
