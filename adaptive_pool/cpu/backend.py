@@ -1228,8 +1228,8 @@ _FEW_LANES_PLANE = 256
 #: 8-planes kernel. A/B, one thread, Zen 4, the same bits: 64x512x14x14 -> 5x5 1.21-1.27x in
 #: every dtype, 32x512x7x7 -> 3x3 1.5-2.3x, 4x128x12x12 -> 5x5 1.32-1.36x, 16x64x20x20 ->
 #: 6x6 (400 elements) 0.97-1.15x, 28x28 -> 7x7 0.81-0.94x. Gradients in C order keep the
-#: 8-planes kernel: the blocks, which gather each plane's gradients apart, took 0.87-1.45x the
-#: time there by shape.
+#: 8-planes kernel: the blocks, which gather each plane's gradients apart, ran 0.87-1.45x as
+#: fast there by shape.
 _BLOCK_PLANE = 256
 
 #: Input elements per plane block of the max forward (its key and position scratch: 64 KiB);
