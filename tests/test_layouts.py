@@ -125,21 +125,24 @@ def test_avg_backward_large_results_of_small_planes(dtype, skipna):
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,out",
-    [((2, 19, 14, 14), (5, 5)), ((3, 130, 9, 10), (4, 3)), ((2, 8, 4, 4), (7, 11)),
+    [((8, 19, 14, 14), (5, 5)), ((8, 130, 9, 10), (4, 3)), ((2, 8, 4, 4), (7, 11)),
      ((1, 16, 5, 7, 6), (2, 3, 4)), ((2, 9, 4, 16, 16), (3, 1, 5))],
 )
 def test_avg_backward_of_channels_last_gradients_in_blocks_of_planes(shape, out, dtype, chunks,
                                                                       monkeypatch, request):
     """Channels-last gradients of small planes, which the plain average backward takes up to
-    128 planes side by side (130 channels: a block of 128 and one of 2; 19: a block of 24
-    lanes; upsampled: elements in 3 windows of a row; windows deeper than one d, whose slabs
-    share their output planes, also split among many chunks): the bits of C-order gradients
-    (the 8-planes kernel), into C-order, channels-last and strided results, within the
-    reference's ulps."""
+    128 planes side by side (on two threads: 130 channels a block of 128 and one of 2; 19 a
+    block of 24 lanes; upsampled: elements in 3 windows of a row; windows deeper than one d,
+    whose slabs share their output planes, also split among many chunks): the bits of C-order
+    gradients (the 8-planes kernel), into C-order, channels-last and strided results, within
+    the reference's ulps."""
     from adaptive_pool.cpu import backend, kernels
 
     if chunks == "many chunks":
         request.getfixturevalue("knobs")  # (parallel launches of 32 chunks a thread)
+    monkeypatch.setattr(backend, "_threads", lambda: 2)  # (the blocks the docstring names)
+    if shape[1] in (130, 19):
+        assert backend._backward_block(shape[1], shape[0]) == {130: 128, 19: 24}[shape[1]]
 
     chosen = []
     runner = backend.CpuBackend._runner
