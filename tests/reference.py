@@ -255,17 +255,19 @@ def round_exact(v64: np.ndarray, dtype) -> np.ndarray:
     # bfloat16: choose among the neighbours of the cast the nearest one, ties to even (the
     # first of equals in the order -1, 0, +1; a neighbour that is not finite never wins).
     bits = first.view(np.uint16).astype(np.int64)
-    best = None
-    for delta in (-1, 0, 1):
+
+    def neighbour(delta):
+        """The pattern ``delta`` away, its distance to ``v64`` and its last bit."""
         cand_bits = ((bits + delta) & 0xFFFF).astype(np.uint16)
         cand = cand_bits.view(BF16)
         with np.errstate(invalid="ignore"):  # (NaN neighbours of infinities and NaN)
             c64 = cand.astype(np.float64)
             dist = np.where(np.isfinite(c64), np.abs(c64 - v64), np.inf)
-        odd = cand_bits & 1
-        if best is None:
-            best, best_dist, best_odd = cand, dist, odd
-            continue
+        return cand, dist, cand_bits & 1
+
+    best, best_dist, best_odd = neighbour(-1)
+    for delta in (0, 1):
+        cand, dist, odd = neighbour(delta)
         better = (dist < best_dist) | ((dist == best_dist) & (odd < best_odd))
         best = np.where(better, cand, best)
         best_dist = np.where(better, dist, best_dist)

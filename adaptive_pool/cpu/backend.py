@@ -917,8 +917,7 @@ def _channel_blocks(gg, dims) -> bool:
     """Whether the plain average backward takes blocks of planes side by side
     (:func:`~adaptive_pool.cpu.kernels.avg_pool_backward_block`): gradients whose channels are
     adjacent (channels-last), 8 of them or more, planes of at most :data:`_BLOCK_PLANE`."""
-    c, h, w = dims[1], dims[3], dims[4]
-    return gg[2] == 1 and c >= kernels.LANES and h * w <= _BLOCK_PLANE
+    return _channels_adjacent(gg, dims[1]) and dims[3] * dims[4] <= _BLOCK_PLANE
 
 
 def _backward_block(c: int, slabs: int) -> int:

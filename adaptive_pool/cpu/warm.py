@@ -33,6 +33,11 @@ def _problem(storage: np.dtype, in3: tuple, out3: tuple, c: int = 1):
     return x, build_tables(in3, out3), (1, c) + in3 + out3
 
 
+def _channels_last_view(a: np.ndarray) -> np.ndarray:
+    """``a`` (5-D) with the same values, its channels adjacent in memory."""
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1)).transpose(0, 4, 1, 2, 3)
+
+
 def _avg(in3: tuple, out3: tuple, c: int) -> Callable[[np.dtype, np.dtype], None]:
     """The average forward on a problem that takes the loop order of the group, plain and
     NaN-skipping (a specialisation each)."""
@@ -53,7 +58,7 @@ def _avg_backward(in3: tuple, out3: tuple, c: int, channels_last: bool = False) 
         x, tab, dims = _problem(storage, in3, out3, c)
         go = np.zeros((1, c) + out3, storage)
         if channels_last:
-            go = np.ascontiguousarray(np.moveaxis(go, 1, -1)).transpose(0, 4, 1, 2, 3)
+            go = _channels_last_view(go)
             skipna = False
         for skip in (False, True)[: 1 + skipna]:
             BACKEND.avg_pool_backward(go, np.empty_like(x), tab, dims, skipna=skip, x=x)
@@ -79,7 +84,7 @@ def _channels_last(kind: str) -> Callable[[np.dtype, np.dtype, bool], None]:
 
     def run(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
         x, tab, dims = _problem(storage, (1, 2, 3), (1, 1, 2), 8)
-        x = np.ascontiguousarray(np.moveaxis(x, 1, -1)).transpose(0, 4, 1, 2, 3)
+        x = _channels_last_view(x)
         y = np.empty((1, 8, 1, 1, 2), storage)
         for skip in (False, True)[: 1 + skipna]:
             if kind == "avg":
