@@ -3,17 +3,17 @@ lane-order sum of a run (:func:`run_sum`, NaN-skipping or not) or of a window of
 (:func:`rows_sum`, rows of any width placed at their lanes), and what the NaN-skipping
 averages do over runs besides: count a run's numbers (:func:`run_count`), add them into column
 counts over rows (:func:`add_numbers`), write a share where ``x`` is a number and zero where
-it is NaN, or the zeros alone (:func:`run_fill`), mark a short row's numbers in a bit mask
-(:func:`number_bits`, or returned as a word, :func:`number_word`), count the bits of such a
-word that a window's columns select (:func:`count_ones`) and store a row where its bits are
-set (:func:`store_bits`). Each works in blocks of 32 elements
-and a masked load (or store) for the last ``n % 32``, so a short run is one masked operation,
-not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane kernels): runs of 8 planes
-copied side by side (:func:`interleave_planes`, a transpose in registers), one element of each
-added into its own sum (:func:`add_block` from such a copy, :func:`add_planes` gathering them),
-a window's columns of such a copy summed in a register (:func:`sum_blocks`), the planes'
-rows marked in bit masks (:func:`plane_row_words`) and windows' numbers counted from them
-(:func:`count_bits`).
+it is NaN, or the zeros alone (:func:`run_fill`), or everywhere (:func:`fill_run`), mark a
+short row's numbers in a bit mask (:func:`number_bits`, or returned as a word,
+:func:`number_word`), count the bits of such a word that a window's columns select
+(:func:`count_ones`) and store a row where its bits are set (:func:`store_bits`). Each works
+in blocks of 32 elements and a masked load (or store) for the last ``n % 32``, so a short run
+is one masked operation, not a scalar loop. Over ``PLANES`` planes side by side (the 8-plane
+kernels): runs of 8 planes copied side by side (:func:`interleave_planes`, a transpose in
+registers), one element of each added into its own sum (:func:`add_block` from such a copy,
+:func:`add_planes` gathering them), a window's columns of such a copy summed in a register
+(:func:`sum_blocks`), the planes' rows marked in bit masks (:func:`plane_row_words`) and
+windows' numbers counted from them (:func:`count_bits`).
 
 The contract's summation order (``docs/summation-order.md``) adds element ``k`` of a window
 into lane ``k % 32`` and combines the 32 lanes by halving. For a unit-stride run that is: an
@@ -458,6 +458,39 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def fill_run(typingctx, dst, b, n, v):
+    """``dst[b + i] = v`` for ``i < n`` (a float32 or float64 array): with AVX-512 a 64-byte
+    register at a time, the last one masked, so a run of a few elements is one store where
+    LLVM's loop made a scalar store an element (a vector body only for runs of 8 or more);
+    without, a loop. The caller keeps the run inside ``dst`` (``n >= 0``)."""
+    if not (isinstance(dst, types.Array) and dst.ndim == 1
+            and dst.dtype in (types.float32, types.float64)):
+        return None
+    i64 = types.int64
+
+    def codegen(context, builder, signature, args):
+        run = _Run(context, builder, signature.args[0], args[0], args[1])
+        t = ir.IntType(64)
+        n = args[2]
+        if not NATIVE_MASKS:
+            with cgutils.for_range(builder, n) as loop:
+                builder.store(args[3], builder.gep(run.base, [loop.index]))
+            return context.get_dummy_value()
+        width = 64 // run.size
+        part = ir.VectorType(run.vec.element, width)
+        value = _splat(builder, part, args[3])
+        count = builder.udiv(builder.add(n, ir.Constant(t, width - 1)), ir.Constant(t, width))
+        with cgutils.for_range(builder, count) as loop:
+            first = builder.mul(loop.index, ir.Constant(t, width))
+            mask = _lane_range(builder, None, builder.sub(n, first), width)
+            ptr = builder.bitcast(builder.gep(run.base, [first]), part.as_pointer())
+            _masked(builder, "store", part, ptr, run.size, mask, value)
+        return context.get_dummy_value()
+
+    return types.none(dst, i64, i64, dst.dtype), codegen
 
 
 @intrinsic
