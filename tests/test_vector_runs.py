@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, interleave_planes,
-    number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill, run_sum,
-    share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
+    PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, fill_run,
+    interleave_planes, number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill,
+    run_sum, share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -47,6 +47,11 @@ def _fill(dst, db, src, sb, n, share, other):
 @numba.njit
 def _zero(dst, db, src, sb, n, zero):
     run_fill(dst, db, src, sb, n, None, zero)
+
+
+@numba.njit
+def _fill_with(dst, b, n, v):
+    fill_run(dst, b, n, v)
 
 
 @numba.njit
@@ -153,6 +158,21 @@ def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
         np.testing.assert_array_equal(out[GUARD + n :], kept[GUARD + n :])
         np.testing.assert_array_equal(out[GUARD : GUARD + n],
                                       np.where(numbers, kept[GUARD : GUARD + n], 0.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("value", [1.5, -0.0, np.nan, -np.inf])
+def test_run_filled_with_one_value(dtype, value):
+    """``fill_run`` writes its value, bit for bit, over every length around the 64-byte
+    registers and from every offset in one, and nothing outside the run."""
+    v = np.array(value, dtype)
+    for b in range(GUARD, GUARD + 64 // v.itemsize):
+        for n in LENGTHS:
+            out = np.random.default_rng(n).standard_normal(2 * GUARD + 200).astype(dtype)
+            want = out.copy()
+            want[b : b + n] = v
+            _fill_with(out, b, n, v[()])
+            assert out.tobytes() == want.tobytes(), (b, n)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -482,10 +482,13 @@ def fill_run(typingctx, dst, b, n, v):
         width = 64 // run.size
         part = ir.VectorType(run.vec.element, width)
         value = _splat(builder, part, args[3])
-        count = builder.udiv(builder.add(n, ir.Constant(t, width - 1)), ir.Constant(t, width))
+        lanes = ir.Constant(t, width)
+        count = builder.udiv(builder.add(n, ir.Constant(t, width - 1)), lanes)
         with cgutils.for_range(builder, count) as loop:
-            first = builder.mul(loop.index, ir.Constant(t, width))
-            mask = _lane_range(builder, None, builder.sub(n, first), width)
+            first = builder.mul(loop.index, lanes)
+            left = builder.sub(n, first)  # (at most ``width``: the mask's bound is 32-bit)
+            left = builder.select(builder.icmp_signed("<", left, lanes), left, lanes)
+            mask = _lane_range(builder, None, left, width)
             ptr = builder.bitcast(builder.gep(run.base, [first]), part.as_pointer())
             _masked(builder, "store", part, ptr, run.size, mask, value)
         return context.get_dummy_value()
