@@ -309,8 +309,11 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                             g[ow] = g[ow] / acc(go, counts[np.uint64(cr + ow)])
                     else:
                         for ow in range(OW):
-                            # volume as the integer product, converted once (bit-identical)
-                            g[ow] = g[ow] / acc(go, vdh * (tab[ew + ow] - tab[sw + ow]))
+                            # volume as the integer product, converted once (bit-identical);
+                            # the row's tables (``we``, ``ws``) by an index LLVM knows is not
+                            # negative: read as vectors, where ``tab[ew + ow]`` took a gather
+                            # (float32 4x64x64x64 -> 9x11 1.07x, float64 1.10x, one thread)
+                            g[ow] = g[ow] / acc(go, vdh * (we[ow] - ws[ow]))
                     q = ((od - od0) * nh + (oh - oh0)) * W
                     if one_w:
                         for w in range(W):
