@@ -585,10 +585,18 @@ def win_matrix(i, o):
 
 
 def box_sum(a, sp, osp):
-    """Sum of ``a`` (P, *sp) over each window: (P, *osp), float64."""
+    """Sum of ``a`` (P, *sp) over each window: (P, *osp), in long double, axis by axis, each
+    window's elements added in turn. (A float64 product with the windows' matrix erred by tens
+    of float64 ulps where a window repeats one value, as a broadcast input does, more than
+    the bound checked against it allows our float64 averages.)"""
+    a = np.asarray(a, np.longdouble)
     for k, (i, o) in enumerate(zip(sp, osp)):
-        m = win_matrix(i, o)
-        a = np.moveaxis(np.tensordot(a, m, axes=([k + 1], [1])), -1, k + 1)
+        s, e = win_bounds(i, o)
+        pad = [(0, 0)] * a.ndim
+        pad[k + 1] = (0, 1)  # (an element past the last, for windows ending at the axis's end)
+        idx = np.stack([s, e], 1).reshape(-1)  # window j: the slice from idx[2j] to idx[2j+1]
+        a = np.add.reduceat(np.pad(a, pad), idx, axis=k + 1).take(
+            np.arange(0, 2 * o, 2), axis=k + 1)
     return a
 
 
