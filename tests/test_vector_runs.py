@@ -162,16 +162,24 @@ def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("value", [1.5, -0.0, np.nan, -np.inf])
-def test_run_filled_with_one_value(dtype, value):
+@pytest.mark.parametrize("native", [True, False], ids=["masks", "loop"])
+def test_run_filled_with_one_value(dtype, value, native, monkeypatch):
     """``fill_run`` writes its value, bit for bit, over every length around the 64-byte
-    registers and from every offset in one, and nothing outside the run."""
+    registers and from every offset in one, and nothing outside the run: with AVX-512's masked
+    stores and, compiled anew with them switched off, as the loop other targets take."""
+    from adaptive_pool.cpu import lanes  # noqa: PLC0415
+
+    fill = _fill_with
+    if not native:
+        monkeypatch.setattr(lanes, "NATIVE_MASKS", False)
+        fill = numba.njit(lambda dst, b, n, v: fill_run(dst, b, n, v))
     v = np.array(value, dtype)
     for b in range(GUARD, GUARD + 64 // v.itemsize):
         for n in LENGTHS:
             out = np.random.default_rng(n).standard_normal(2 * GUARD + 200).astype(dtype)
             want = out.copy()
             want[b : b + n] = v
-            _fill_with(out, b, n, v[()])
+            fill(out, b, n, v[()])
             assert out.tobytes() == want.tobytes(), (b, n)
 
 
