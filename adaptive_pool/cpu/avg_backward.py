@@ -327,8 +327,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                         # masked (stores, not adds into the row: 1.15x float32, 1.23x
                         # float64, 1.12-1.37x bfloat16, 1.25x float16 on 16x64x64x64 -> 9x11)
                         z = acc(go, 0)
-                        fill_run(part, q, ws[0], z)
-                        end, last = ws[0], z
+                        end, last = 0, z
                         for ow in range(OW):
                             s = g[np.uint64(ow)]
                             w0 = ws[ow]
