@@ -473,12 +473,12 @@ def fill_run(typingctx, dst, b, n, v):
 
     def codegen(context, builder, signature, args):
         run = _Run(context, builder, signature.args[0], args[0], args[1])
-        t = ir.IntType(64)
         n = args[2]
         if not NATIVE_MASKS:
             with cgutils.for_range(builder, n) as loop:
                 builder.store(args[3], builder.gep(run.base, [loop.index]))
             return context.get_dummy_value()
+        t = ir.IntType(64)
         width = 64 // run.size
         part = ir.VectorType(run.vec.element, width)
         value = _splat(builder, part, args[3])
