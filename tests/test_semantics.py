@@ -364,6 +364,76 @@ def test_avg_backward_of_windows_along_rows(shape, output_size, dtype, skipna, k
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
+    "shape,output_size",
+    [((2, 3, 37, 20), (33, 1)),  # windows of 1-2 whole rows
+     ((2, 3, 10, 50), (6, 1)),
+     ((1, 2, 9, 40), (4, 1)),
+     ((2, 3, 5, 9, 10), (None, 4, 1)),  # rows of one d each
+     ((1, 2, 16, 7, 7), (4, 1, 1)),  # whole planes over d
+     ((2, 2, 9, 5, 6), (4, 1, 1))],
+)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs, monkeypatch):
+    """Windows of whole rows over h, one d each, or of whole planes over d, are runs of the
+    merged axes (``_window_runs``): the average forward and backward and the max forward take
+    them on the runs kernels, with the reference's maxima and indices (ties, NaN, -inf), its
+    lane-order sums and the bits of the other kernels' backward. Not where the merged axes are
+    not one run: rows that do not follow each other, outputs that do not (``out=``)."""
+    from adaptive_pool.cpu import backend, tiers  # noqa: PLC0415
+
+    rank = len(output_size)
+    avg, mx = (getattr(ap, f"adaptive_{k}_pool{rank}d") for k in ("avg", "max"))
+    avg_backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    x = small_ints(shape, dtype, seed=31, high=3)  # ties
+    x[np.random.default_rng(32).random(shape) < (0.2 if skipna else 0.02)] = np.nan
+    x[0, 0, ..., -1] = -np.inf
+    x[-1, -1, ..., :2, :] = np.nan  # (skipna) a window of NaN only
+    g = rand(shape[:2] + out_spatial(output_size, shape[2:]), dtype, seed=33)
+    g.reshape(-1)[::3] = -0.0
+    sliced = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, 1)])[..., :-1]  # rows not one run
+    kernels = []
+    runner = backend.BACKEND._runner
+    monkeypatch.setattr(backend.BACKEND, "_runner",
+                        lambda kernel, work: (kernels.append(kernel.__name__), runner(kernel, work))[1])
+    runs = {"avg_pool_runs", "max_pool_runs", "avg_pool_backward_runs"}
+    got = {}
+    for name, merge in (("merged", backend._window_runs), ("other", lambda *a: None),
+                        ("baseline", backend._window_runs)):  # (it reads the merged tables)
+        monkeypatch.setattr(tiers, "MODE", "baseline" if name == "baseline" else "tuned")
+        knobs(_window_runs=merge)
+        kernels.clear()
+        got[name] = [bits(avg(x, output_size, skipna=skipna)),
+                     *map(bits, mx(x, output_size, skipna=skipna)),
+                     bits(avg_backward(g, x, skipna=skipna))]
+        assert runs <= set(kernels) if name != "other" else not runs & set(kernels)
+        if name == "merged":  # the other kernels, with the merge on
+            kernels.clear()
+            y = avg(x, output_size, skipna=skipna)
+            out = np.empty(y.shape[:-1] + (2,), dtype)[..., :1]  # outputs not at w's stride
+            got["sliced"] = [bits(avg(sliced, output_size, skipna=skipna)),
+                             bits(avg(x, output_size, skipna=skipna, out=out)),
+                             *map(bits, mx(sliced, output_size, skipna=skipna)),
+                             bits(avg_backward(g, sliced, skipna=skipna) if skipna
+                                  else avg_backward(g, x, skipna=skipna,
+                                                    out=np.empty(shape + (2,), dtype)[..., 0]))]
+            assert not runs & set(kernels)
+    for other in ("other", "baseline"):
+        for a, b in zip(got["merged"], got[other]):
+            np.testing.assert_array_equal(a, b, err_msg=other)
+    m = got["merged"]
+    for a, b in zip([m[0], m[0], *m[1:]], got["sliced"]):
+        np.testing.assert_array_equal(a, b)
+    want_y, want_i = ref.max_pool(x, output_size, rank, skipna=skipna)
+    np.testing.assert_array_equal(m[1], bits(want_y.astype(dtype)))
+    np.testing.assert_array_equal(m[2], want_i)
+    np.testing.assert_array_equal(m[0], bits(ref.avg_pool_in_order(x, output_size, rank, skipna)))
+    if dtype in (F32, F64):
+        want = ref.avg_pool_backward(g, x.shape, rank, x if skipna else None)
+        _assert_close_ref(avg_backward(g, x, skipna=skipna), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
     "shape,output_size,columns",
     [((2, 9, 8, 12), (1, 12), True),  # (1, None)
      ((2, 3, 9, 10), (3, 10), True),  # bands of three rows

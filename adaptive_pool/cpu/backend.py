@@ -358,11 +358,16 @@ class CpuBackend:
         """:meth:`avg_pool` as ``launch(xf, yf)`` for storage dtype ``storage`` (``like``: see
         :func:`_bind`)."""
         dims = _samples_as_channels(dims, xg, yg)
-        n, c, d, h, w, od, oh, ow = dims
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         work = _touched(dims)
-        rows = n * c * od * oh
         order = _FORCE_ORDER or self._avg_order(storage, xg, dims, sized_windows, skipna)
+        merged = (None if _FORCE_ORDER or order in ("runs", "channels")
+                  else _window_runs(tab, dims, (yg,), (xg,)))
+        if merged is not None and self._avg_order(storage, xg, merged[0], True, skipna) == "runs":
+            dims, tab = merged  # (the baseline's too: the same problem)
+            order = "runs"
+        n, c, d, h, w, od, oh, ow = dims
+        rows = n * c * od * oh
         kernel = getattr(kernels, "avg_pool_" + order)
         run, serial = self._runner(kernel, work)
 
@@ -510,7 +515,9 @@ class CpuBackend:
 
         Windows one column wide that tile d and h ((1, None), (1, None, None), ...) an output
         row at a time; windows that are runs of memory (global pooling, whole rows) one window
-        at a time, and windows along rows of unit stride (1-D problems) a row at a time; 8
+        at a time, and windows along rows of unit stride (1-D problems) a row at a time, as
+        are windows of whole rows over h or of whole planes over d ((k, 1), (k, 1, 1):
+        :func:`_window_runs`) along their merged axes; 8
         planes side by side for small planes of many channels, else row blocks of one plane.
         NaN-skipping over windows one d deep (every 1-D and 2-D problem), or over deeper
         windows of d in the row gather whose items are whole planes, each work item of the
@@ -543,10 +550,14 @@ class CpuBackend:
                 run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, nch)
 
             return _bind(call, (run,), like, base, reads_x)
-        if _run_windows(tab, dims, *geometries) or (
-            1 < ow and _ROW_WINDOW * ow <= w and _row_windows(tab, dims, *geometries)
-            and _tiled_row(tab, dims)
-        ):
+        runs = _run_windows(tab, dims, *geometries) or _tiled_rows(tab, dims, geometries)
+        merged = None if runs else _window_runs(tab, dims, (gg,), geometries)
+        if merged is not None and _tiled_rows(merged[1], merged[0], geometries) and (
+                itemsize != 2 or merged[0][4] <= _DECODED_RUN_ROW):
+            dims, tab = merged  # (the baseline's too: the same problem)
+            n, c, d, h, w, od, oh, ow = dims
+            runs = True
+        if runs:
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
             prefetch = reads_x and _prefetched(dims, itemsize)
@@ -657,6 +668,21 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, skipna)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
+        # small planes of unit-stride rows: blocks of them copied side by side and taken as
+        # the channels of a channels-last input (as the average's 8-plane order does)
+        pdims = _samples_as_channels(dims, xg, yg, jg)
+        block = _lanewise_block(pdims[1], d * h * w, xg, storage)
+        # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
+        # both orders below; other dtypes only against row blocks (against 8 planes side by
+        # side 0.8-1.3x: 8x256x10x50 -> (6, 1) float64 0.81x, float16 0.85x). Not upsampling
+        # (windows of one row, two a row: float32 1.0x, bfloat16 0.7x on 8x64x10x50 -> (20, 1))
+        wide = block > kernels.LANES and storage != np.float32
+        merged = (None if runs or oh > h or od > d or wide
+                  else _window_runs(tab, dims, (yg, jg), (xg,)))
+        if merged is not None and _row_windows(merged[1], merged[0], xg):
+            dims, tab = merged  # (the baseline's too: the same problem)
+            n, c, d, h, w, od, oh, ow = dims
+            runs = True
         if runs and d * h * w < 1 << 31:  # (int32 positions)
             run, serial = self._runner(kernels.max_pool_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
@@ -665,10 +691,6 @@ class CpuBackend:
                 run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
 
             return _bind(call, (run,), like, base, skipna)
-        # small planes of unit-stride rows: blocks of them copied side by side and taken as
-        # the channels of a channels-last input (as the average's 8-plane order does)
-        pdims = _samples_as_channels(dims, xg, yg, jg)
-        block = _lanewise_block(pdims[1], d * h * w, xg, storage)
         if block > kernels.LANES:
             run, serial = self._runner(kernels.max_pool_channels, work)
             blocks = pdims[0] * -(-pdims[1] // block)
@@ -963,14 +985,25 @@ def _touched(dims, row_work: int = _ROW_WORK) -> int:
     return n * c * (d * h * w + od * oh * ow + row_work * (d * h + od * oh))
 
 
+def _tiled_rows(tab: np.ndarray, dims, geometries) -> bool:
+    """Whether the average backward's runs kernel takes each row of windows whole: more than
+    one window a row, each :data:`_ROW_WINDOW` elements or more on average, along rows of unit
+    stride (:func:`_row_windows`) that they tile (:func:`_tiled_row`)."""
+    ow, w = dims[7], dims[4]
+    return (1 < ow and _ROW_WINDOW * ow <= w and _row_windows(tab, dims, *geometries)
+            and _tiled_row(tab, dims))
+
+
 def _tiled_row(tab: np.ndarray, dims) -> bool:
-    """Whether the w windows of ``tab`` cover the row from 0 to W without a gap, their starts
-    and ends in ascending order (the sizes' windows always do; a Dask block's may not)."""
-    sw, ew = windows.axes_offsets(dims)[8:10]
-    w, ow = dims[4], dims[7]
-    s, e = tab[sw : sw + ow], tab[ew : ew + ow]
-    return bool(s[0] == 0 and e[-1] == w and (s[1:] <= e[:-1]).all()
-                and (s[1:] >= s[:-1]).all() and (e[1:] >= e[:-1]).all())
+    """Whether the w windows of ``tab`` tile the row (:func:`_tiling`)."""
+    return _tiling(*_axes(tab, dims)[2][:3])
+
+
+def _tiling(starts, ends, size: int) -> bool:
+    """Whether windows ``[starts, ends)`` cover ``[0, size)`` without a gap, their starts and
+    ends in ascending order (the sizes' windows always do; a Dask block's may not)."""
+    return bool(starts[0] == 0 and ends[-1] == size and (starts[1:] <= ends[:-1]).all()
+                and (starts[1:] >= starts[:-1]).all() and (ends[1:] >= ends[:-1]).all())
 
 
 def _column_tiles(tab: np.ndarray, dims) -> bool:
@@ -1030,6 +1063,62 @@ def _identity_rows(tab: np.ndarray, dims, *geometries) -> tuple:
     ):
         return _plane_rows(tab, dims, *geometries)
     return dims, tab
+
+
+def _window_runs(tab: np.ndarray, dims, outputs, inputs):
+    """``(dims, tab)`` of the same problem with each window one run of a row, or None.
+
+    Windows of whole rows (``ow == 1``) over h in one d (``od == d``) are runs of ``h * w``
+    planes' rows, and windows of whole planes (``oh == ow == 1``) over d runs of the volume,
+    whatever their extents (``(k, 1)`` for ``k`` other than 1 and ``h``; ``(k, 1, 1)``): the
+    problem ``(d, 1, h * w) -> (d, 1, oh)``, or ``(1, 1, d * h * w) -> (1, 1, od)``, whose row
+    windows are the axis's scaled by the elements after it (their covering tables repeated),
+    serves as it is, with the same flat in-plane indices, the same element order in each window
+    and the same covering outputs of each element. The axis's windows must tile it in ascending
+    order (as the sizes' do; a Dask block's need not), ``inputs`` (arrays of the input's
+    shape) must have the merged axes as one run and ``outputs`` the merged output axis at the
+    stride of w. None where the existing orders take the windows as runs already (extents 1
+    or the input's), or the merged row's tables would pass :data:`_RUN_ROW_TABLE` entries."""
+    n, c, d, h, w, od, oh, ow = dims
+    if ow != 1 or (oh in (1, h) and od in (1, d)):
+        return None
+    axes = _axes(tab, dims)
+    ws, we = axes[2][:2]
+    if ws[0] != 0 or we[0] != w:
+        return None
+    offsets = windows.axes_offsets(dims)
+    if od == d and _sized_axis(*axes[0]):  # windows over h, one d each
+        k, inner = 1, w
+        head = np.concatenate([tab[: 2 * (d + od)], windows.build_tables((1,), (1,))])
+        new = (n, c, d, 1, h * w, d, 1, oh)
+        merged_in, merged_out = (lambda g: g[4] == w * g[5]), (lambda g: g[4] == g[5])
+    elif oh == 1 and _sized_axis(*axes[1]):  # windows over d of whole planes
+        k, inner = 0, h * w
+        head = windows.build_tables((1, 1), (1, 1))
+        new = (n, c, 1, 1, d * h * w, 1, 1, od)
+        merged_in = lambda g: g[3] == h * g[4] and g[4] == w * g[5]  # noqa: E731
+        merged_out = lambda g: g[3] == g[5]  # noqa: E731
+    else:
+        return None
+    starts, ends, size, out = axes[k]
+    if (2 * (out + size * inner) > _RUN_ROW_TABLE or not _tiling(starts, ends, size)
+            or not (all(map(merged_in, inputs)) and all(map(merged_out, outputs)))):
+        return None
+    lo, hi = offsets[4 * k + 2], offsets[4 * k + 3]
+    row = np.concatenate([starts * inner, ends * inner, np.repeat(tab[lo : lo + size], inner),
+                          np.repeat(tab[hi : hi + size], inner)])
+    return new, np.concatenate([head, row])
+
+
+#: Elements of a merged row (:func:`_window_runs`) up to which the average backward of a
+#: 16-bit result takes it: the runs kernel sums each row's shares in float32 scratch of its
+#: length before encoding it (bfloat16 (k, 1) on 64x64 planes 1.9x, 96x96 1.1x, 128x128 0.97x,
+#: 224x224 0.69x against the row gather; float32 1.0-3.3x on all of them).
+_DECODED_RUN_ROW = 8192
+
+#: Entries the merged row's tables of :func:`_window_runs` may take (16 bytes per element of
+#: a plane, or a volume).
+_RUN_ROW_TABLE = 1 << 18
 
 
 def _axes(tab: np.ndarray, dims) -> tuple:
