@@ -93,6 +93,8 @@ def test_max_forward_and_backward_vs_reference(shape, output_size, dtype):
         ((2, 9, 2, 10, 12), (1, 1, 1)),  # global: a work item of many planes
         ((2, 9, 1, 35, 60), (1, 1, 9)),  # few outputs a plane: many planes unless 16-bit
         ((2, 9, 2, 7, 7), (2, 7, 7)),  # windows of one element: every element written, not zeroed
+        ((2, 9, 1, 5, 53), (1, 1, 61)),  # upsampled along w by less than 2: scattered one by one
+        ((2, 9, 1, 4, 10), (1, 4, 25)),  # by 2.5: consecutive outputs' shared keys in a register
     ],
 )
 def test_max_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
