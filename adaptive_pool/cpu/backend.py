@@ -499,12 +499,12 @@ class CpuBackend:
         ))(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims, itemsize: int) -> bool:
+    def _lanes(dims) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
-        channels (the plane's sums, in float64 for float64 and float32 otherwise, at most
-        :data:`_LANES_PLANE` bytes), or of 2 to 7 (:data:`_FEW_LANES_PLANE`)."""
+        channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
+        (:data:`_FEW_LANES_PLANE`)."""
         _, c, _, h, w, _, _, _ = dims
-        if h * w * max(itemsize, 4) > _LANES_PLANE:
+        if h * w > _LANES_PLANE:
             return False
         return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
 
@@ -578,7 +578,7 @@ class CpuBackend:
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        if self._lanes(dims, itemsize):
+        if self._lanes(dims):
             # and deeper windows of d where the kernel counts from bit masks: rows of at most 64
             # at unit stride, planes that are runs in x and in the result (float32
             # 8x128x8x14x14 -> 3x5x5 took a count_valid pass first)
@@ -1075,10 +1075,11 @@ def _window_runs(tab: np.ndarray, dims, outputs, inputs):
     windows are the axis's scaled by the elements after it (their covering tables repeated),
     serves as it is, with the same flat in-plane indices, the same element order in each window
     and the same covering outputs of each element. The axis's windows must tile it in ascending
-    order (as the sizes' do; a Dask block's need not), ``inputs`` (arrays of the input's
-    shape) must have the merged axes as one run and ``outputs`` the merged output axis at the
-    stride of w. None where the existing orders take the windows as runs already (extents 1
-    or the input's), or the merged row's tables would pass :data:`_RUN_ROW_TABLE` entries."""
+    order (as the sizes' do; a Dask block's need not), ``inputs`` (geometries of arrays of
+    the input's shape) must have the merged axes as one C-order run and ``outputs`` the merged
+    output axis at the stride of w. None where the existing orders take the windows as runs
+    already (extents 1 or the input's), or the merged row's tables would pass
+    :data:`_RUN_ROW_TABLE` entries."""
     n, c, d, h, w, od, oh, ow = dims
     if ow != 1 or (oh in (1, h) and od in (1, d)):
         return None
@@ -1091,18 +1092,17 @@ def _window_runs(tab: np.ndarray, dims, outputs, inputs):
         k, inner = 1, w
         head = np.concatenate([tab[: 2 * (d + od)], windows.build_tables((1,), (1,))])
         new = (n, c, d, 1, h * w, d, 1, oh)
-        merged_in, merged_out = (lambda g: g[4] == w * g[5]), (lambda g: g[4] == g[5])
     elif oh == 1 and _sized_axis(*axes[1]):  # windows over d of whole planes
         k, inner = 0, h * w
         head = windows.build_tables((1, 1), (1, 1))
         new = (n, c, 1, 1, d * h * w, 1, 1, od)
-        merged_in = lambda g: g[3] == h * g[4] and g[4] == w * g[5]  # noqa: E731
-        merged_out = lambda g: g[3] == g[5]  # noqa: E731
     else:
         return None
     starts, ends, size, out = axes[k]
+    # axes k to w one run of each input; output axis k at the stride of w
     if (2 * (out + size * inner) > _RUN_ROW_TABLE or not _tiling(starts, ends, size)
-            or not (all(map(merged_in, inputs)) and all(map(merged_out, outputs)))):
+            or not all(_c_order(g[3 + k:], dims[2 + k : 5]) for g in inputs)
+            or not all(g[3 + k] == g[5] for g in outputs)):
         return None
     lo, hi = offsets[4 * k + 2], offsets[4 * k + 3]
     row = np.concatenate([starts * inner, ends * inner, np.repeat(tab[lo : lo + size], inner),
@@ -1293,13 +1293,16 @@ def _last_level_cache() -> int:
 #: call) hid any difference, so larger inputs keep their prefetches.
 _CACHED_INPUT = _last_level_cache()
 
-#: Average backward planes (per d) whose sums take at most this many bytes take the lane
-#: kernel (8 planes of them: 28 KiB, within the L1 cache): float32 and 16-bit planes of up to
-#: 896 elements, float64 ones of up to 448. On Zen 3, 1.4-2x on 7x7 and 14x14 planes,
-#: 1.1-1.7x on 28x28 and 32x32, from 1.3x faster to 2.3x slower on 56x56 and larger. On Zen 5
-#: (row blocks over lanes): float32 and bfloat16 7x7 to 28x28 planes 1.27-2.3, 32x32 0.82-1.0;
-#: float64 7x7 1.47, 14x14 0.84-1.31, 28x28 and 32x32 0.62-0.97.
-_LANES_PLANE = 3584
+#: Average backward planes (per d) of at most this many elements take the lane kernel (8
+#: planes of float32 sums: 28 KiB, within the L1 cache). On Zen 3, 1.4-2x on 7x7 and 14x14
+#: planes, 1.1-1.7x on 28x28 and 32x32, from 1.3x faster to 2.3x slower on 56x56 and larger.
+#: On Zen 5 (row blocks over lanes): float32 and bfloat16 7x7 to 28x28 planes 1.27-2.3, 32x32
+#: 0.82-1.0; float64 7x7 1.47, 14x14 0.84-1.31, 28x28 and 32x32 0.62-0.97, so float64 planes
+#: took half as many elements until 2026-12-06; on Zen 4, after the row gather's changes of
+#: that day, float64 planes of 506-784 elements took 1.1-2.0x as long in row blocks (one
+#: thread: 22x23 -> 4x5 1.32x, 24x24 -> 5x5 1.64x, 26x30 -> 7x7 1.83x, 28x28 -> 5x5 1.20x;
+#: NaN-skipping 1.33-1.58x; 800 elements 1.01x, 1,024 0.71x).
+_LANES_PLANE = 896
 
 #: Elements of the planes up to which 2 to 7 of them take the average backward's 8-planes
 #: kernel, its spare lanes computing copies of the last plane: one item for all of them
