@@ -234,8 +234,9 @@ def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nch
 
 #: Runs of :func:`_run_argmax` up to this long are scanned element by element: with int64
 #: keys (float64), windows of 1-3 took 1.3-2.2x as long in passes (Zen 5), windows of 7-8
-#: 0.75-0.9x (Zen 4)...
-SHORT_RUN = 6
+#: 0.75-0.9x (Zen 4); since the passes find the first maximum by a vectorised minimum
+#: (2026-12-06), windows of 3 0.89x, of 4 1.47-2.13x, of 5-6 1.56-1.66x (Zen 4)...
+SHORT_RUN = 3
 #: ... and with int32 keys (float32 and the 16-bit types), whose pass is one vectorised
 #: maximum of key and position, from 2 elements on the pass is faster: windows of 2 1.7-1.9x
 #: (32x512x50 -> 25, 64x512x51 -> 34), of 3 2.0-2.2x, of 4-8 2.2-4.9x (Zen 4)
@@ -250,13 +251,15 @@ def _run_argmax(x, b, n, skip):
 
     int32 keys: one pass, a maximum of key and position as one int64 that LLVM vectorises
     (``k << 32 | ~i``: unlike :func:`_rank`, it has room for skipna's NaN key, the smallest
-    int32). int64 keys: the largest key, then the first block of 64 that holds it (both
-    vectorised), then that block element by element (a scalar search of the whole run made
-    3136-element windows 1.3x slower than :func:`max_pool`). Where a NaN wins, a second pass
-    finds the last one (a scalar scan backwards took 2.6x the time of a skipna call on
-    16-element windows a tenth NaN). Runs of up to
-    :data:`SHORT_RUN` elements (int32 keys: :data:`SHORT_RUN_32`) are one scalar scan: the
-    passes cost more to set up than they save there."""
+    int32). int64 keys: the largest key, then, in runs of more than 64, the first block of 64
+    that holds it (a scalar search of the whole run made 3136-element windows 1.3x slower than
+    :func:`max_pool`), then its first position there as a minimum of positions (all three
+    vectorised; that block element by element took float64 runs of 15-64 elements 1.4-2.1x
+    as long: 16x512x999 -> 50, 64x512x49 -> 1, 32x256x28x28 -> (None, 1)). Where a NaN wins,
+    a second pass finds the last one (a scalar scan backwards took 2.6x the time of a skipna
+    call on 16-element windows a tenth NaN). Runs of up to :data:`SHORT_RUN` elements (int32
+    keys: :data:`SHORT_RUN_32`) are one scalar scan: the passes cost more to set up than they
+    save there."""
     knan = key_nan(x)
     if n <= (SHORT_RUN_32 if knan == 0x7FFFFFFF else SHORT_RUN):
         i = 0
@@ -278,17 +281,20 @@ def _run_argmax(x, b, n, skip):
         m = -knan - 1
         for i in range(n):
             m = max(m, _mkey(x, x[np.uint64(b + i)], skip))
-        i = 0
-        while True:
-            e = min(i + 64, n)  # (a trip count known at run time only: not unrolled)
-            hit = False
-            for j in range(i, e):
-                hit |= _mkey(x, x[np.uint64(b + j)], skip) == m
-            if hit:
-                break
-            i = e
-        while _mkey(x, x[np.uint64(b + i)], skip) != m:
-            i += 1
+        i, e = 0, n
+        if n > 64:  # the first block of 64 that holds it
+            while True:
+                e = min(i + 64, n)  # (a trip count known at run time only: not unrolled)
+                hit = False
+                for j in range(i, e):
+                    hit |= _mkey(x, x[np.uint64(b + j)], skip) == m
+                if hit:
+                    break
+                i = e
+        f = e  # its first position there, a vectorised minimum
+        for j in range(i, e):
+            f = min(f, j if _mkey(x, x[np.uint64(b + j)], skip) == m else e)
+        i = f
     if m == knan and skip is None:  # a NaN wins: the last one, in a pass that vectorises
         i = -1
         for j in range(n):
