@@ -317,7 +317,7 @@ def _merged(OW, W, plane):
     register: upsampling along rows (planes of one row), or along w by 2 or more in planes of
     several rows (several outputs a column). Planes of several rows upsampled by less share
     few keys between consecutive windows, whose maxima lie in different rows or columns:
-    merged, 8x512x5x53 -> 1x61 took 1.9-2.1x as long and 8x64x10x100 -> 10x150 1.8-2.0x (Zen
+    merged, 8x512x5x53 -> 1x61 took 1.7-2.2x as long and 8x64x10x100 -> 10x150 1.5-2.0x (Zen
     4); rows of one row upsampled by 1.5-2 (8x64x100 -> 150, 199) took 0.8-0.9x the time."""
     return OW > W and (plane == W or 2 * W <= OW)
 
