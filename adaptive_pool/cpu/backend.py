@@ -668,8 +668,6 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, skipna)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
-        # small planes of unit-stride rows: blocks of them copied side by side and taken as
-        # the channels of a channels-last input (as the average's 8-plane order does)
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage)
         # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
@@ -691,6 +689,8 @@ class CpuBackend:
                 run(xf, xg, yf, yg, jf, jg, tab, dims, skip, nch)
 
             return _bind(call, (run,), like, base, skipna)
+        # small planes of unit-stride rows: blocks of them copied side by side and taken as
+        # the channels of a channels-last input (as the average's 8-plane order does)
         if block > kernels.LANES:
             run, serial = self._runner(kernels.max_pool_channels, work)
             blocks = pdims[0] * -(-pdims[1] // block)
@@ -988,15 +988,10 @@ def _touched(dims, row_work: int = _ROW_WORK) -> int:
 def _tiled_rows(tab: np.ndarray, dims, geometries) -> bool:
     """Whether the average backward's runs kernel takes each row of windows whole: more than
     one window a row, each :data:`_ROW_WINDOW` elements or more on average, along rows of unit
-    stride (:func:`_row_windows`) that they tile (:func:`_tiled_row`)."""
+    stride (:func:`_row_windows`) that they tile (:func:`_tiling`)."""
     ow, w = dims[7], dims[4]
     return (1 < ow and _ROW_WINDOW * ow <= w and _row_windows(tab, dims, *geometries)
-            and _tiled_row(tab, dims))
-
-
-def _tiled_row(tab: np.ndarray, dims) -> bool:
-    """Whether the w windows of ``tab`` tile the row (:func:`_tiling`)."""
-    return _tiling(*_axes(tab, dims)[2][:3])
+            and _tiling(*_axes(tab, dims)[2][:3]))
 
 
 def _tiling(starts, ends, size: int) -> bool:
@@ -1087,7 +1082,6 @@ def _window_runs(tab: np.ndarray, dims, outputs, inputs):
     ws, we = axes[2][:2]
     if ws[0] != 0 or we[0] != w:
         return None
-    offsets = windows.axes_offsets(dims)
     if od == d and _sized_axis(*axes[0]):  # windows over h, one d each
         k, inner = 1, w
         head = np.concatenate([tab[: 2 * (d + od)], windows.build_tables((1,), (1,))])
@@ -1104,7 +1098,7 @@ def _window_runs(tab: np.ndarray, dims, outputs, inputs):
             or not all(_c_order(g[3 + k:], dims[2 + k : 5]) for g in inputs)
             or not all(g[3 + k] == g[5] for g in outputs)):
         return None
-    lo, hi = offsets[4 * k + 2], offsets[4 * k + 3]
+    lo, hi = windows.axes_offsets(dims)[4 * k + 2 : 4 * k + 4]
     row = np.concatenate([starts * inner, ends * inner, np.repeat(tab[lo : lo + size], inner),
                           np.repeat(tab[hi : hi + size], inner)])
     return new, np.concatenate([head, row])
