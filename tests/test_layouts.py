@@ -261,6 +261,59 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
     np.testing.assert_array_equal(_bits(y), _bits(got))
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out,side_by_side",
+    [((2, 16, 9), (7,), True),  # 32 planes, windows of 2-3
+     ((4, 32, 40), (4,), True),  # blocks of 64 planes: windows of 10
+     ((1, 40, 30), (6,), True),
+     ((2, 12, 3, 20), (3, 6), True),  # windows along the rows of 2-D and 3-D planes
+     ((1, 20, 2, 2, 11), (2, 2, 4), True),
+     ((1, 40, 64), (4,), False),  # windows of 16 in blocks of 24 planes
+     ((1, 12, 9), (7,), False)],  # too few planes for a block
+)
+def test_max_short_row_windows_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
+                                            monkeypatch):
+    """Windows along rows short enough for their block of planes (``_MAX_ROW_RUN*``) are
+    compared planes side by side (the channels kernel), others one vectorised pass each (the
+    runs kernel): the reference's values and indices, with ties, NaN (whole NaN windows too),
+    infinities and signed zeros, and the runs kernel's bits."""
+    from adaptive_pool.cpu import backend
+    from adaptive_pool.cpu.lanes import vector_runs
+    from adaptive_pool.dtypes import SUPPORTED
+
+    x = np.round(rand(shape, np.float32, seed=16) * 2)  # ties
+    x[rand(shape, np.float32, seed=17) > 1.1] = np.nan
+    x[rand(shape, np.float32, seed=18) > 1.6] = -np.inf
+    x[x == 0] = -0.0
+    x[0, 0, ..., :3] = np.nan  # a window of NaN only
+    x = x.astype(dtype)
+    kernels = []
+    runner = backend.BACKEND._runner
+
+    def noting(kernel, work):
+        kernels.append(kernel.__name__)
+        return runner(kernel, work)
+
+    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
+    side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
+    got = {}
+    for name, limits in (("chosen", {}),
+                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW=0))):
+        knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
+        kernels.clear()
+        got[name] = fn(x, out, skipna=skipna)
+        side = side_by_side and name == "chosen"
+        assert set(kernels) == {"max_pool_channels" if side else "max_pool_runs"}, name
+    want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
+    np.testing.assert_array_equal(got["chosen"][1], want_i)
+    np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
+    for a, b in zip(got["chosen"], got["runs"]):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("view", list(VIEWS2))
 def test_avg_any_input_layout(view, dtype):

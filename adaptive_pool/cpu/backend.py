@@ -667,9 +667,16 @@ class CpuBackend:
                 run(xf, xg, yf, yg, jf, jg, tab, dims, block, skip, nch)
 
             return _bind(call, (run,), like, base, skipna)
-        runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
+        runs = _run_windows(tab, dims, xg)
+        rows = not runs and ow <= w and _row_windows(tab, dims, xg)
         pdims = _samples_as_channels(dims, xg, yg, jg)
-        block = _lanewise_block(pdims[1], d * h * w, xg, storage)
+        block = _lanewise_block(pdims[1], d * h * w, xg, storage,
+                                _ROW_WIDE_MIN if rows else _WIDE_MIN)
+        # windows along rows, a vectorised pass each, unless short enough that a pass costs
+        # more to set up than 16 planes or more side by side (below) take to compare
+        short = _longest(w, ow) <= (_MAX_ROW_RUN_FEW if block < _MAX_ROW_MANY else
+                                    _MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
+        runs = runs or (rows and not (short and block > kernels.LANES))
         # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
         # both orders below; other dtypes only against row blocks (against 8 planes side by
         # side 0.8-1.3x: 8x256x10x50 -> (6, 1) float64 0.81x, float16 0.85x). Not upsampling
@@ -807,17 +814,19 @@ def _copied_band(dims, storage) -> int:
     return _WHOLE_FLOAT64_STREAMED if n * c * d * h * w * 8 > _STREAMED_INPUT else _WHOLE_FLOAT64
 
 
-def _lanewise_block(c: int, plane: int, xg, storage) -> int:
+def _lanewise_block(c: int, plane: int, xg, storage, least: int | None = None) -> int:
     """Planes a work item of the forwards of small C-order planes takes (the average's 8-plane
-    order, the max on the channels-last kernel): from :data:`_WIDE_MIN` to :data:`_WIDE_BLOCK`
-    (a multiple of ``LANES``) where their unit-stride rows are copied whole into
-    :data:`_WIDE_BAND` elements, side by side, and taken as the channels of a channels-last
-    input, so that a window's bookkeeping serves them all; else ``LANES`` (the max: none)."""
+    order, the max on the channels-last kernel): from ``least`` (:data:`_WIDE_MIN`) to
+    :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
+    into :data:`_WIDE_BAND` elements, side by side, and taken as the channels of a
+    channels-last input, so that a window's bookkeeping serves them all; else ``LANES`` (the
+    max: none)."""
     lanes = kernels.LANES
     # a block for every thread at least: each copies its planes once
     block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * _threads())),
                 _WIDE_BAND // plane // lanes * lanes)
-    return block if block >= _WIDE_MIN and xg[5] == 1 and vector_runs(storage) else lanes
+    least = _WIDE_MIN if least is None else least
+    return block if block >= least and xg[5] == 1 and vector_runs(storage) else lanes
 
 
 def _samples_as_channels(dims, *geometries):
@@ -1215,6 +1224,26 @@ _LANEWISE_WINDOW = 512
 _WIDE_BLOCK = 128
 _WIDE_MIN = 32
 _WIDE_BAND = 1 << 16
+
+#: The max forward's windows along rows (every 1-D problem) compare planes side by side where
+#: they are short (:func:`_longest` at most this) and a block takes :data:`_MAX_ROW_MANY`
+#: planes or more, rather than one vectorised pass a window (the runs kernel, whose set-up a
+#: short window does not repay). A/B, Zen 4, 2026-12-06, float32 and float64: windows of 2-3
+#: 3.0-5.7x as fast (32x16x9 -> 7, 32x512x50 -> 25, 64x512x51 -> 34), of 12 1.42-1.55x
+#: (8x512x192 -> 16), of 16 1.26-1.28x, of 24 1.03-1.13x, of 32 0.81-0.91x, of 64 0.58-0.68x...
+_MAX_ROW_RUN = 17
+#: ... 16-bit ones, which the runs kernel decodes first: windows of 2-3 7.1x, of 12-32
+#: 1.42-3.58x, of 64 0.99x, of 100 0.99-1.12x...
+_MAX_ROW_RUN_16 = 48
+#: ... and in blocks of fewer planes (from :data:`_ROW_WIDE_MIN`), whose windows' bookkeeping
+#: fewer planes share, every dtype: windows of 4-6 1.24-2.53x (2x16x177 -> 45, 2x16x96 ->
+#: 16), of 8 0.92-1.2x, of 12 0.85-1.37x, bfloat16 of 24-32 0.61-0.90x.
+_MAX_ROW_RUN_FEW = 7
+_MAX_ROW_MANY = 64
+#: Planes at least in a block of windows along rows: 16-31 planes of short windows 1.24-2.53x
+#: as fast as the runs kernel (above). Windows over several rows keep :data:`_WIDE_MIN`
+#: (1x20x40x40 -> 9x9 took 1.2-1.7x as long in blocks of 24).
+_ROW_WIDE_MIN = 16
 
 #: Window size (:func:`_longest`'s bound) up to which the average forward takes the 8-plane
 #: order with 3 to 7 planes (the other lanes compute copies): a window of the direct order is
