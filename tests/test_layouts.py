@@ -270,15 +270,18 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
      ((1, 40, 30), (6,), True),
      ((2, 12, 3, 20), (3, 6), True),  # windows along the rows of 2-D and 3-D planes
      ((1, 20, 2, 2, 11), (2, 2, 4), True),
+     ((2, 64, 6, 12), (6, 1), True),  # (None, 1): rows of 12
+     ((4, 32, 5, 5), (1, 1), True),  # global pooling of 25-element planes
      ((1, 40, 64), (4,), False),  # windows of 16 in blocks of 24 planes
+     ((2, 64, 16, 16), (1, 1), False),  # global pooling of 256-element planes
      ((1, 12, 9), (7,), False)],  # too few planes for a block
 )
-def test_max_short_row_windows_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
-                                            monkeypatch):
-    """Windows along rows short enough for their block of planes (``_MAX_ROW_RUN*``) are
-    compared planes side by side (the channels kernel), others one vectorised pass each (the
-    runs kernel): the reference's values and indices, with ties, NaN (whole NaN windows too),
-    infinities and signed zeros, and the runs kernel's bits."""
+def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
+                                     monkeypatch):
+    """Windows that are runs short enough for their block of planes (``_MAX_ROW_RUN*``,
+    ``_MAX_ONE_RUN*``) are compared planes side by side (the channels kernel), others one
+    vectorised pass each (the runs kernel): the reference's values and indices, with ties, NaN
+    (whole NaN windows too), infinities and signed zeros, and the runs kernel's bits."""
     from adaptive_pool.cpu import backend
     from adaptive_pool.cpu.lanes import vector_runs
     from adaptive_pool.dtypes import SUPPORTED
@@ -301,7 +304,8 @@ def test_max_short_row_windows_side_by_side(shape, out, side_by_side, dtype, ski
     side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
     got = {}
     for name, limits in (("chosen", {}),
-                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW=0))):
+                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW=0,
+                                       _MAX_ONE_RUN=0, _MAX_ONE_RUN_16=0))):
         knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
         kernels.clear()
         got[name] = fn(x, out, skipna=skipna)

@@ -667,16 +667,17 @@ class CpuBackend:
                 run(xf, xg, yf, yg, jf, jg, tab, dims, block, skip, nch)
 
             return _bind(call, (run,), like, base, skipna)
-        runs = _run_windows(tab, dims, xg)
-        rows = not runs and ow <= w and _row_windows(tab, dims, xg)
+        runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
-                                _ROW_WIDE_MIN if rows else _WIDE_MIN)
-        # windows along rows, a vectorised pass each, unless short enough that a pass costs
-        # more to set up than 16 planes or more side by side (below) take to compare
-        short = _longest(w, ow) <= (_MAX_ROW_RUN_FEW if block < _MAX_ROW_MANY else
-                                    _MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
-        runs = runs or (rows and not (short and block > kernels.LANES))
+                                _ROW_WIDE_MIN if runs else _WIDE_MIN)
+        # windows that are runs, a vectorised pass each, unless short enough that a pass costs
+        # more to set up than 16 planes or more side by side (below) take to compare (each
+        # axis of a run's window is whole or one element in d and h)
+        if runs and block > kernels.LANES:
+            run = (d // od) * (h // oh) * _longest(w, ow)
+            runs = not _side_by_side(run, od * oh * ow == 1, block, itemsize,
+                                     n * c * d * h * w * itemsize)
         # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
         # both orders below; other dtypes only against row blocks (against 8 planes side by
         # side 0.8-1.3x: 8x256x10x50 -> (6, 1) float64 0.81x, float16 0.85x). Not upsampling
@@ -827,6 +828,19 @@ def _lanewise_block(c: int, plane: int, xg, storage, least: int | None = None) -
                 _WIDE_BAND // plane // lanes * lanes)
     least = _WIDE_MIN if least is None else least
     return block if block >= least and xg[5] == 1 and vector_runs(storage) else lanes
+
+
+def _side_by_side(run: int, one: bool, block: int, itemsize: int, nbytes: int) -> bool:
+    """Whether the max forward compares windows that are runs of ``run`` elements (``one`` a
+    plane, or several) of an input of ``nbytes`` in blocks of ``block`` planes side by side
+    rather than one vectorised pass each (:data:`_MAX_ROW_RUN` and the limits after it)."""
+    if block < _MAX_ROW_MANY:
+        return run <= _MAX_ROW_RUN_FEW and not one
+    if one and itemsize == 2:
+        return run <= _MAX_ONE_RUN_16
+    if one:
+        return run <= (_MAX_ONE_RUN if nbytes <= _MAX_ONE_RUN_BYTES else _MAX_ROW_RUN)
+    return run <= (_MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
 
 
 def _samples_as_channels(dims, *geometries):
@@ -1240,6 +1254,19 @@ _MAX_ROW_RUN_16 = 48
 #: 16), of 8 0.92-1.2x, of 12 0.85-1.37x, bfloat16 of 24-32 0.61-0.90x.
 _MAX_ROW_RUN_FEW = 7
 _MAX_ROW_MANY = 64
+#: Windows that are the only one of their plane (global pooling) up to this long, in blocks of
+#: :data:`_MAX_ROW_MANY` planes or more (fewer took 1.0-1.2x as long): float32 and float64
+#: runs of 25-36 1.58-2.0x (64x512x5x5, 6x6 -> 1x1; 64x512x25 -> 1), of 49 1.17-1.32x (7x7,
+#: 49 -> 1), of 64 0.82-0.85x, of 100 0.83-0.93x (rows of several windows, (None, 1), break
+#: even sooner: 14 1.53x, 28 0.89x, 49 0.93x, as the limits above)...
+_MAX_ONE_RUN = 49
+#: ... in inputs up to this size (in the cache: 12.8 MB 1.12-1.29x); larger ones read from
+#: memory, where runs of 25-49 took 1.13-1.5x as long side by side (25.7-75 MB: 128x2048x5x5,
+#: 6x6 and 7x7 -> 1x1, 64x2048x49 -> 1), take :data:`_MAX_ROW_RUN` (runs of 16: 1.56-1.61x)...
+_MAX_ONE_RUN_BYTES = 16 << 20
+#: ... 16-bit: runs of 25-64 1.46-2.38x, of 100-144 1.15-1.41x, of 196 1.07x, of 256
+#: 0.89-1.03x.
+_MAX_ONE_RUN_16 = 144
 #: Planes at least in a block of windows along rows: 16-31 planes of short windows 1.24-2.53x
 #: as fast as the runs kernel (above). Windows over several rows keep :data:`_WIDE_MIN`
 #: (1x20x40x40 -> 9x9 took 1.2-1.7x as long in blocks of 24).
