@@ -1260,9 +1260,10 @@ _MAX_ROW_MANY = 64
 #: 49 -> 1), of 64 0.82-0.85x, of 100 0.83-0.93x (rows of several windows, (None, 1), break
 #: even sooner: 14 1.53x, 28 0.89x, 49 0.93x, as the limits above)...
 _MAX_ONE_RUN = 49
-#: ... in inputs up to this size (in the cache: 12.8 MB 1.12-1.29x); larger ones read from
-#: memory, where runs of 25-49 took 1.13-1.5x as long side by side (25.7-75 MB: 128x2048x5x5,
-#: 6x6 and 7x7 -> 1x1, 64x2048x49 -> 1), take :data:`_MAX_ROW_RUN` (runs of 16: 1.56-1.61x)...
+#: ... in inputs up to this size (in the cache: 12.8 MB 1.12-1.29x; 25.7 MB 1.05-1.26x);
+#: larger ones, read from memory, took 1.13-1.5x as long side by side with runs of 25-49
+#: (38-103 MB: 128x2048x5x5, 6x6 and 7x7 -> 1x1, 64x2048x49 -> 1) and take
+#: :data:`_MAX_ROW_RUN` (runs of 16: 1.56-1.61x)...
 _MAX_ONE_RUN_BYTES = 16 << 20
 #: ... 16-bit: runs of 25-64 1.46-2.38x, of 100-144 1.15-1.41x, of 196 1.07x, of 256
 #: 0.89-1.03x.
