@@ -7,7 +7,7 @@ import pytest
 
 import adaptive_pool as ap
 import reference as ref
-from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, channels_last, rand
+from support import ALL_DTYPES, BF16, DTYPE_IDS, F32, F64, channels_last, rand, tol
 
 # Views of a 4-D (N, C, H, W) array other than the C-contiguous one, by name.
 VIEWS2 = {
@@ -316,6 +316,53 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
     for a, b in zip(got["chosen"], got["runs"]):
         np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out,side_by_side",
+    [((2, 16, 60), (20,), True),  # windows of 3
+     ((1, 24, 2, 61), (2, 20), True),  # along the rows of 2-D planes, overlapping
+     ((2, 16, 192), (16,), False),  # windows of 12
+     ((1, 4, 60), (20,), False)],  # fewer planes than 8
+)
+def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, dtype, skipna,
+                                                     knobs, monkeypatch):
+    """The average backward of windows along rows short on average (``_ROW_WINDOW_LANES``)
+    over 8 planes or more takes them side by side (the 8-planes kernel), others a row of
+    windows at a time (the runs kernel): the reference's gradient (NaN inputs +0.0 with
+    ``skipna``), the runs kernel's bits."""
+    from adaptive_pool.cpu import backend
+
+    x = rand(shape, dtype, seed=21)
+    x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
+    g = rand(shape[:2] + out, dtype, seed=23)
+    g.reshape(-1)[::5] = -0.0
+    kernels = []
+    runner = backend.BACKEND._runner
+
+    def noting(kernel, work):
+        kernels.append(kernel.__name__)
+        return runner(kernel, work)
+
+    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
+    got = {}
+    for name, limits in (("chosen", {}), ("runs", dict(_ROW_WINDOW_LANES={2: 0, 4: 0, 8: 0},
+                                                       _ROW_WINDOW_LANES_SKIPNA=0))):
+        knobs(**limits)
+        kernels.clear()
+        got[name] = fn(g, x, skipna=skipna)
+        side = side_by_side and name == "chosen"
+        assert set(kernels) == {"avg_pool_backward_lanes" if side
+                                else "avg_pool_backward_runs"}, name
+    np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["runs"]))
+    if dtype in (F32, F64):  # (16-bit results: the runs kernel's bits, tested elsewhere)
+        want = ref.avg_pool_backward(g, x.shape, len(out), x if skipna else None)
+        rtol, atol = tol(dtype)
+        np.testing.assert_allclose(got["chosen"].astype(np.float64), want, rtol=rtol,
+                                   atol=atol)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)

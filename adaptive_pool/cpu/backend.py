@@ -508,6 +508,15 @@ class CpuBackend:
             return False
         return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
 
+    @classmethod
+    def _short_rows(cls, dims, itemsize: int, skipna: bool) -> bool:
+        """Whether windows along rows are short enough on average for the average backward to
+        take 8 planes side by side (of 8 planes or more) rather than a row of windows at a
+        time (:data:`_ROW_WINDOW_LANES`)."""
+        c, w, ow = dims[1], dims[4], dims[7]
+        limit = _ROW_WINDOW_LANES_SKIPNA if skipna else _ROW_WINDOW_LANES[itemsize]
+        return c >= kernels.LANES and cls._lanes(dims) and w < limit * ow
+
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
         geometry of ``xf``) is given, else ``xf`` is not read (``like``: see :func:`_bind`;
@@ -550,7 +559,8 @@ class CpuBackend:
                 run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, nch)
 
             return _bind(call, (run,), like, base, reads_x)
-        runs = _run_windows(tab, dims, *geometries) or _tiled_rows(tab, dims, geometries)
+        runs = _run_windows(tab, dims, *geometries) or (
+            _tiled_rows(tab, dims, geometries) and not self._short_rows(dims, itemsize, reads_x))
         merged = None if runs else _window_runs(tab, dims, (gg,), geometries)
         if merged is not None and _tiled_rows(merged[1], merged[0], geometries) and (
                 itemsize != 2 or merged[0][4] <= _DECODED_RUN_ROW):
@@ -1388,6 +1398,15 @@ _TRACKED_WINDOW = 1 << 31
 #: on 2x3x17 -> 5 and 1x1x8 -> 4; 1.1-1.4x slower on windows of one element (512x14 -> 14)
 #: and 2-3x slower on upsampling (8x64x100 -> 300), whose windows are a call each.
 _ROW_WINDOW = 2
+
+#: Windows along rows of 8 planes or more narrower than this on average (by the element size)
+#: take 8 planes side by side instead: the runs kernel's loops over a window's few elements
+#: cost more than the 8 planes' shares (A/B, one thread, Zen 4: float32 windows of 2-5
+#: 2.13-2.25x, 6.7 1.53x, 8 0.90x; float64 2-3 1.36-1.52x, 4 1.07x, 5 0.82x; bfloat16 2-8
+#: 1.41-2.29x, 10 1.03x)...
+_ROW_WINDOW_LANES = {2: 10, 4: 7, 8: 5}
+#: ... and with ``skipna`` (windows of 3 1.88-2.07x, 5 0.94-1.01x, 8 0.65-0.71x).
+_ROW_WINDOW_LANES_SKIPNA = 4
 
 #: Kernels touching fewer elements (inputs and outputs) run on the calling thread alone:
 #: waking the pool's threads costs more than half the work saves below about 2^14.5 elements
