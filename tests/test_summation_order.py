@@ -259,13 +259,19 @@ def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, or
     "dtype,dims,order",
     [(np.uint16, (1, 64, 1, 1, 100, 1, 1, 33), "lanewise"),  # 16-bit rows of windows of 3
      (np.uint16, (16, 64, 1, 50, 100, 1, 50, 14), "lanewise"),  # of 7-8, along 2-D rows
-     (np.uint16, (1, 64, 1, 1, 100, 1, 1, 12), "runs"),  # of 8-9
+     (np.uint16, (1, 64, 1, 1, 340, 1, 1, 20), "lanewise"),  # of 17
+     (np.uint16, (1, 64, 1, 1, 360, 1, 1, 20), "runs"),  # of 18
      (np.uint16, (1, 3, 1, 1, 17, 1, 1, 5), "runs"),  # few planes
-     (np.float32, (1, 64, 1, 1, 100, 1, 1, 33), "runs")],  # 32-bit: runs from windows of 3
+     (np.float32, (1, 64, 1, 1, 100, 1, 1, 33), "lanewise"),  # 32-bit: lanes below 12
+     (np.float32, (1, 64, 1, 1, 396, 1, 1, 33), "runs"),
+     (np.float64, (1, 64, 1, 1, 165, 1, 1, 33), "lanewise"),  # 64-bit: below 6
+     (np.float64, (1, 64, 1, 1, 198, 1, 1, 33), "runs"),
+     (np.float64, (1, 3, 1, 1, 9, 1, 1, 3), "runs")],  # few planes: from 3
 )
-def test_short_windows_along_rows_of_16_bit_inputs_take_eight_planes(dtype, dims, order):
-    """Windows along rows shorter than 8 take 8 planes side by side where the input is 16-bit
-    and has 8 planes or more (``_ROW_RUN_16``), else one vector pass each (``_ROW_RUN``)."""
+def test_short_windows_along_rows_take_eight_planes(dtype, dims, order):
+    """Windows along rows shorter on average than ``_ROW_RUN_LANES`` (by the element size)
+    take 8 planes side by side where the input has 8 planes or more, else one vector pass
+    each from ``_ROW_RUN`` on."""
     assert _avg_order(dtype, dims) == order
 
 

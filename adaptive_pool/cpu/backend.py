@@ -449,7 +449,7 @@ class CpuBackend:
                 and (w >= kernels.LANES or not lanewise or plane_rows)
                 and (not skipna or _longest(d, od) * _longest(h, oh) < 1 << 31)):  # int32 counts
             return "columns"
-        row_run = _ROW_RUN_16 if itemsize == 2 and c >= kernels.LANES and lanewise else _ROW_RUN
+        row_run = _ROW_RUN_LANES[itemsize] if c >= kernels.LANES and lanewise else _ROW_RUN
         rows = row_run * ow <= w and _windows_along_rows(dims, xg)  # (1-D problems)
         if (
             sized_windows
@@ -1228,11 +1228,14 @@ _COLUMNS_WIDTH = 8
 #: problems (memory-bound), but 1.25-1.46x slower on windows of 2.4 (64x512x120 -> 50).
 _ROW_RUN = 3
 
-#: The same for 16-bit inputs of 8 planes or more, which the 8-plane order decodes a block
-#: at a time: windows of 3-7 took 0.55-0.8x the time of the runs order there (bfloat16 and
-#: float16 16x64x50x100 -> (None, 33 ... 14), 64x512x100 -> 33, 8x64x100 -> 25, Zen 4), of 8-10
-#: the same time, longer ones more (100 -> 4: 1.65x).
-_ROW_RUN_16 = 8
+#: The same for inputs of 8 planes or more, by the element size: the 8-plane order's windows
+#: cost less than a vectorised pass each up to windows of 10 in float32 (A/B, one thread, Zen
+#: 4, 16x512xL -> 20 or 16: windows of 3 2.6x, 5 1.94x, 8 1.45x, 12 1.02x, 16 0.76x, 20
+#: 0.48x; 8x64x100 -> 25 2.1x), of 5 in float64 (3 1.47x, 5 1.04x, 8 0.63x) and of 16 in 16
+#: bits, which it decodes a block at a time (8 2.5x, 12 2.0x, 16 1.6x, 20 0.89-0.94x). Until
+#: 2026-12-06 float32 and float64 took :data:`_ROW_RUN`, and 16 bits 8 (windows of 8-10
+#: measured as fast either way then).
+_ROW_RUN_LANES = {2: 18, 4: 12, 8: 6}
 
 #: Average windows of at most this many elements (on average) sum 8 planes side by side,
 #: planes of 8 or more channels: with the planes added as one vector operation (``add_planes``)
@@ -1402,9 +1405,10 @@ _ROW_WINDOW = 2
 #: Windows along rows of 8 planes or more narrower than this on average (by the element size)
 #: take 8 planes side by side instead: the runs kernel's loops over a window's few elements
 #: cost more than the 8 planes' shares (A/B, one thread, Zen 4: float32 windows of 2-5
-#: 2.13-2.25x, 6.7 1.53x, 8 0.90x; float64 2-3 1.36-1.52x, 4 1.07x, 5 0.82x; bfloat16 2-8
-#: 1.41-2.29x, 10 1.03x)...
-_ROW_WINDOW_LANES = {2: 10, 4: 7, 8: 5}
+#: 2.13-2.25x, 6.7 1.53x, 8 0.90x; float64 2-3 1.36-1.52x, 4 0.82-1.07x, 5 0.82x; bfloat16
+#: 2-8 1.41-2.29x, 10 1.03x; two threads: float32 2-4 1.67-2.31x, float64 2-3 1.52-1.62x,
+#: bfloat16 2-4 1.52-2.23x)...
+_ROW_WINDOW_LANES = {2: 10, 4: 7, 8: 4}
 #: ... and with ``skipna`` (windows of 3 1.88-2.07x, 5 0.94-1.01x, 8 0.65-0.71x).
 _ROW_WINDOW_LANES_SKIPNA = 4
 
