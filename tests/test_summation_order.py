@@ -257,6 +257,22 @@ def test_windows_one_element_in_h_and_w_take_the_columns_order(dims, strided, or
 
 @pytest.mark.parametrize(
     "dtype,dims,order",
+    [(np.float32, (1, 64, 1, 12, 16, 1, 1, 16), "lanewise"),  # (1, None), rows of 16
+     (np.float32, (1, 64, 1, 12, 24, 1, 1, 24), "columns"),
+     (np.float32, (1, 512, 1, 1, 13, 1, 1, 13), "lanewise"),  # 1-D, output as large
+     (np.float64, (1, 64, 1, 20, 13, 1, 5, 13), "lanewise"),
+     (np.float64, (1, 64, 1, 12, 16, 1, 1, 16), "columns"),
+     (np.uint16, (1, 64, 1, 12, 32, 1, 1, 32), "lanewise"),
+     (np.uint16, (1, 64, 1, 12, 40, 1, 1, 40), "columns")],
+)
+def test_column_windows_of_narrow_rows_take_eight_planes(dtype, dims, order):
+    """Windows one column wide take the columns order from rows of ``_COLUMNS_ROW`` elements
+    (by the element size) on, and 8 planes side by side below where those serve."""
+    assert _avg_order(dtype, dims) == order
+
+
+@pytest.mark.parametrize(
+    "dtype,dims,order",
     [(np.uint16, (1, 64, 1, 1, 100, 1, 1, 33), "lanewise"),  # 16-bit rows of windows of 3
      (np.uint16, (16, 64, 1, 50, 100, 1, 50, 14), "lanewise"),  # of 7-8, along 2-D rows
      (np.uint16, (1, 64, 1, 1, 340, 1, 1, 20), "lanewise"),  # of 17

@@ -438,15 +438,15 @@ class CpuBackend:
             and longest < 1 << 31  # int32 counts
         )
         # windows one column wide, (1, None): a row of columns is one vector, too short in
-        # rows of fewer than 8 (1.2-5x slower than 8 planes side by side on rows of 2-6),
-        # but where windows are also one row tall (the identity, VGG's 7x7 -> 7x7, or deep in d
+        # rows narrower than _COLUMNS_ROW (1.2-5x slower than 8 planes side by side on rows of
+        # 2-6), but where windows are also one row tall (the identity, VGG's 7x7 -> 7x7, or deep in d
         # only) and x's rows follow each other, each plane is one row there (_plane_rows):
         # 32x512x7x7 -> 7x7 3.7-4.6x (skipna 4.8-5.5x), 16x256x28x3 -> 28x3 6-7x, 64x256x3x3
         # -> 3x3 1.1-1.8x, 1x32x17x6x4 -> 19x6x4 1.7-2.9x in every dtype; not planes of 2 rows
         # or 2 columns (0.5-1.0x), nor 1-D rows (1024x5 -> 5 0.75x)
         plane_rows = h > 2 and w > 2 and _planes_are_rows(dims, xg)
         if (sized_windows and ow == w and w > 1
-                and (w >= kernels.LANES or not lanewise or plane_rows)
+                and (w >= _COLUMNS_ROW[itemsize] or not lanewise or plane_rows)
                 and (not skipna or _longest(d, od) * _longest(h, oh) < 1 << 31)):  # int32 counts
             return "columns"
         row_run = _ROW_RUN_LANES[itemsize] if c >= kernels.LANES and lanewise else _ROW_RUN
@@ -1215,6 +1215,15 @@ _ROWWISE_WIDTH = 16
 #: (:data:`~adaptive_pool.cpu.access.SPLIT_512`) for float64 only, and never with skipna,
 #: where 8 planes side by side serve (:meth:`CpuBackend._avg_order`).
 _ROWS_WIDTH = 8
+
+#: Rows at least this wide (by the element size) take the average forward's columns order
+#: where windows are one column wide and 8 planes side by side also serve (A/B, one thread,
+#: Zen 4, forced orders, 8 planes against columns: (1, None) of 12 rows 8 wide float32 2.1x,
+#: float64 1.1x, bfloat16 2.6x; (5, None) of 20x13 2.55x, 1.42x, 3.9x; 16 wide 1.22-1.43x,
+#: 0.78-0.95x, 1.49-1.74x; 24 wide 1.0x, 0.87x, 2.3x; 32 wide 0.90x, 0.79x, 1.14x; 48 wide
+#: bfloat16 0.87x; 64 wide 0.63x, 0.69x, 0.81x; 1-D outputs as large as their input, 512x13 ->
+#: 13, 1.95x, 2.03x, 2.55x). Until 2026-12-06 every dtype from 8 (older machines' figures).
+_COLUMNS_ROW = {2: 40, 4: 24, 8: 16}
 
 #: Rows at least this wide take the average backward's columns kernel where windows are one
 #: column wide and tile d and h (:func:`_column_problem`): against the other kernels, float32
