@@ -51,12 +51,12 @@ def test_each_group_reaches_its_kernels_in_a_fresh_process():
 def test_a_kernel_the_backend_no_longer_picks_is_an_error():
     r = _python(
         "from adaptive_pool.cpu import backend\n"
-        "backend._ROWWISE_WIDTH = 10**9  # the row-wise order is never chosen\n"
+        "backend._FORCE_ORDER = 'rowwise'  # the direct order is never chosen\n"
         "from adaptive_pool.cpu.warm import warm\n"
-        "warm('avg_pool_rowwise', ['float32'])"
+        "warm('avg_pool_direct', ['float32'])"
     )
     assert r.returncode != 0
-    assert "did not reach avg_pool_rowwise for float32" in r.stderr
+    assert "did not reach avg_pool_direct for float32" in r.stderr
 
 
 def test_command_line(capsys):

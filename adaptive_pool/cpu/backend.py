@@ -478,6 +478,11 @@ class CpuBackend:
         if lanewise:
             return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
+            if SPLIT_512 and itemsize != 8:  # (see _ROWWISE_CACHED)
+                if itemsize == 4 and n * c * d * h * w * itemsize <= _ROWWISE_CACHED:
+                    return "direct"
+                if c >= kernels.LANES:
+                    return "lanewise"
             return "rowwise"  # (a long 16-bit band: row by row, not decoded whole)
         return "direct"
 
@@ -1200,6 +1205,16 @@ _NO_COUNTS = np.empty(0, np.int64)
 #: loop was as fast or faster for windows up to 8 wide, and for 43-wide windows of an input
 #: in cache, but 2.5x slower for 38-wide windows of an input read from memory.
 _ROWWISE_WIDTH = 16
+
+#: On Zen 4 (:data:`~adaptive_pool.cpu.access.SPLIT_512`) that order lost in float32 and 16
+#: bits (forced orders, two threads, 2026-12-06; float64 kept it: from memory it was up to 2.2x
+#: as fast as the others): float32 inputs up to this size took 0.45-0.58x its time window by
+#: window (8x64x112x112 -> 3x3, 16x64x64x64 -> 2x2, 2x64x224x224 -> 6x6, 1x128x112x153 ->
+#: 1x2; 35 MB 0.80x), larger ones 0.71x on 8 planes side by side (8x64x224x224 -> 6x6, 103 MB;
+#: window by window 1.39x), and 16-bit inputs of 8 planes or more 0.44-0.65x on 8 planes side
+#: by side, in and out of the cache (the same shapes; bfloat16 8x64x224x224 -> 6x6 4.53 ->
+#: 2.08 ms).
+_ROWWISE_CACHED = 48 << 20
 
 #: Average windows one plane deep whose rows of unit stride are at least this wide on average
 #: (and at most 32) take the direct order, each row a masked vector load or two added into the
