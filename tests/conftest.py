@@ -71,6 +71,23 @@ def knobs(monkeypatch):
     ap.clear_cache()
 
 
+@pytest.fixture
+def launched(monkeypatch):
+    """The names of the kernels the CPU backend plans launches of, in order, while the test
+    runs (a list the test may clear)."""
+    from adaptive_pool.cpu import backend
+
+    names = []
+    runner = backend.BACKEND._runner
+
+    def noting(kernel, work):
+        names.append(kernel.__name__)
+        return runner(kernel, work)
+
+    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    return names
+
+
 @pytest.fixture(scope="session")
 def torch():
     """The torch module; skips the test when PyTorch is not installed."""

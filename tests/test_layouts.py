@@ -276,13 +276,11 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
      ((2, 64, 16, 16), (1, 1), False),  # global pooling of 256-element planes
      ((1, 12, 9), (7,), False)],  # too few planes for a block
 )
-def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
-                                     monkeypatch):
+def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, knobs, launched):
     """Windows that are runs short enough for their block of planes (``_MAX_ROW_RUN*``,
     ``_MAX_ONE_RUN*``) are compared planes side by side (the channels kernel), others one
     vectorised pass each (the runs kernel): the reference's values and indices, with ties, NaN
     (whole NaN windows too), infinities and signed zeros, and the runs kernel's bits."""
-    from adaptive_pool.cpu import backend
     from adaptive_pool.cpu.lanes import vector_runs
     from adaptive_pool.dtypes import SUPPORTED
 
@@ -292,14 +290,7 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     x[x == 0] = -0.0
     x[0, 0, ..., :3] = np.nan  # a window of NaN only
     x = x.astype(dtype)
-    kernels = []
-    runner = backend.BACKEND._runner
-
-    def noting(kernel, work):
-        kernels.append(kernel.__name__)
-        return runner(kernel, work)
-
-    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    kernels = launched
     fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
     side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
     got = {}
@@ -328,25 +319,16 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
      ((1, 4, 60), (20,), False)],  # fewer planes than 8
 )
 def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, dtype, skipna,
-                                                     knobs, monkeypatch):
+                                                     knobs, launched):
     """The average backward of windows along rows short on average (``_ROW_WINDOW_LANES``)
     over 8 planes or more takes them side by side (the 8-planes kernel), others a row of
     windows at a time (the runs kernel): the reference's gradient (NaN inputs +0.0 with
     ``skipna``), the runs kernel's bits."""
-    from adaptive_pool.cpu import backend
-
     x = rand(shape, dtype, seed=21)
     x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
     g = rand(shape[:2] + out, dtype, seed=23)
     g.reshape(-1)[::5] = -0.0
-    kernels = []
-    runner = backend.BACKEND._runner
-
-    def noting(kernel, work):
-        kernels.append(kernel.__name__)
-        return runner(kernel, work)
-
-    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    kernels = launched
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
     got = {}
     for name, limits in (("chosen", {}), ("runs", dict(_ROW_WINDOW_LANES={2: 0, 4: 0, 8: 0},

@@ -375,7 +375,8 @@ def test_avg_backward_of_windows_along_rows(shape, output_size, dtype, skipna, k
      ((2, 2, 9, 5, 6), (4, 1, 1))],
 )
 @pytest.mark.parametrize("skipna", [False, True])
-def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs, monkeypatch):
+def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs, monkeypatch,
+                                      launched):
     """Windows of whole rows over h, one d each, or of whole planes over d, are runs of the
     merged axes (``_window_runs``): the average forward and backward and the max forward take
     them on the runs kernels, with the reference's maxima and indices (ties, NaN, -inf), its
@@ -393,14 +394,7 @@ def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs,
     g = rand(shape[:2] + out_spatial(output_size, shape[2:]), dtype, seed=33)
     g.reshape(-1)[::3] = -0.0
     sliced = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, 1)])[..., :-1]  # rows not one run
-    kernels = []
-    runner = backend.BACKEND._runner
-
-    def noting(kernel, work):
-        kernels.append(kernel.__name__)
-        return runner(kernel, work)
-
-    monkeypatch.setattr(backend.BACKEND, "_runner", noting)
+    kernels = launched
     runs = {"avg_pool_runs", "max_pool_runs", "avg_pool_backward_runs"}
     got = {}
     for name, merge in (("merged", backend._window_runs), ("other", lambda *a: None),
