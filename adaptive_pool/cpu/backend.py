@@ -439,8 +439,9 @@ class CpuBackend:
         )
         # windows one column wide, (1, None): a row of columns is one vector, too short in
         # rows narrower than _COLUMNS_ROW (1.2-5x slower than 8 planes side by side on rows of
-        # 2-6), but where windows are also one row tall (the identity, VGG's 7x7 -> 7x7, or deep in d
-        # only) and x's rows follow each other, each plane is one row there (_plane_rows):
+        # 2-6), but where windows are also one row tall (the identity, VGG's 7x7 -> 7x7, or
+        # deep in d only) and x's rows follow each other, each plane is one row there
+        # (_plane_rows):
         # 32x512x7x7 -> 7x7 3.7-4.6x (skipna 4.8-5.5x), 16x256x28x3 -> 28x3 6-7x, 64x256x3x3
         # -> 3x3 1.1-1.8x, 1x32x17x6x4 -> 19x6x4 1.7-2.9x in every dtype; not planes of 2 rows
         # or 2 columns (0.5-1.0x), nor 1-D rows (1024x5 -> 5 0.75x)
@@ -690,8 +691,8 @@ class CpuBackend:
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
         if runs and block > kernels.LANES:
-            run = (d // od) * (h // oh) * _longest(w, ow)
-            runs = not _side_by_side(run, od * oh * ow == 1, block, itemsize,
+            length = (d // od) * (h // oh) * _longest(w, ow)
+            runs = not _side_by_side(length, od * oh * ow == 1, block, itemsize,
                                      n * c * d * h * w * itemsize)
         # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
         # both orders below; other dtypes only against row blocks (against 8 planes side by
@@ -1207,7 +1208,7 @@ _NO_COUNTS = np.empty(0, np.int64)
 _ROWWISE_WIDTH = 16
 
 #: On Zen 4 (:data:`~adaptive_pool.cpu.access.SPLIT_512`) that order lost in float32 and 16
-#: bits (forced orders, two threads, 2026-12-06; float64 kept it: from memory it was up to 2.2x
+#: bits (forced orders, two threads, 2026-12-07; float64 kept it: from memory it was up to 2.2x
 #: as fast as the others): float32 inputs up to this size took 0.45-0.58x its time window by
 #: window (8x64x112x112 -> 3x3, 16x64x64x64 -> 2x2, 2x64x224x224 -> 6x6, 1x128x112x153 ->
 #: 1x2; 35 MB 0.80x), larger ones 0.71x on 8 planes side by side (8x64x224x224 -> 6x6, 103 MB;
@@ -1237,7 +1238,7 @@ _ROWS_WIDTH = 8
 #: float64 1.1x, bfloat16 2.6x; (5, None) of 20x13 2.55x, 1.42x, 3.9x; 16 wide 1.22-1.43x,
 #: 0.78-0.95x, 1.49-1.74x; 24 wide 1.0x, 0.87x, 2.3x; 32 wide 0.90x, 0.79x, 1.14x; 48 wide
 #: bfloat16 0.87x; 64 wide 0.63x, 0.69x, 0.81x; 1-D outputs as large as their input, 512x13 ->
-#: 13, 1.95x, 2.03x, 2.55x). Until 2026-12-06 every dtype from 8 (older machines' figures).
+#: 13, 1.95x, 2.03x, 2.55x). Until 2026-12-07 every dtype from 8 (older machines' figures).
 _COLUMNS_ROW = {2: 40, 4: 24, 8: 16}
 
 #: Rows at least this wide take the average backward's columns kernel where windows are one
@@ -1253,12 +1254,12 @@ _COLUMNS_WIDTH = 8
 _ROW_RUN = 3
 
 #: The same for inputs of 8 planes or more, by the element size: the 8-plane order's windows
-#: cost less than a vectorised pass each up to windows of 10 in float32 (A/B, one thread, Zen
-#: 4, 16x512xL -> 20 or 16: windows of 3 2.6x, 5 1.94x, 8 1.45x, 12 1.02x, 16 0.76x, 20
-#: 0.48x; 8x64x100 -> 25 2.1x), of 5 in float64 (3 1.47x, 5 1.04x, 8 0.63x) and of 16 in 16
-#: bits, which it decodes a block at a time (8 2.5x, 12 2.0x, 16 1.6x, 20 0.89-0.94x). Until
-#: 2026-12-06 float32 and float64 took :data:`_ROW_RUN`, and 16 bits 8 (windows of 8-10
-#: measured as fast either way then).
+#: cost less than a vectorised pass each for windows shorter than 12 in float32 (A/B, one
+#: thread, Zen 4, 16x512xL -> 20 or 16: windows of 3 2.6x, 5 1.94x, 8 1.45x, 12 1.02x, 16
+#: 0.76x, 20 0.48x; 8x64x100 -> 25 2.1x), than 6 in float64 (3 1.47x, 5 1.04x, 8 0.63x) and
+#: than 18 in 16 bits, which it decodes a block at a time (8 2.5x, 12 2.0x, 16 1.5-1.6x, 20
+#: 0.89-0.94x). Until 2026-12-06 float32 and float64 took :data:`_ROW_RUN`, and 16 bits 8
+#: (windows of 8-10 measured as fast either way then).
 _ROW_RUN_LANES = {2: 18, 4: 12, 8: 6}
 
 #: Average windows of at most this many elements (on average) sum 8 planes side by side,
