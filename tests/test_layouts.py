@@ -290,7 +290,6 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     x[x == 0] = -0.0
     x[0, 0, ..., :3] = np.nan  # a window of NaN only
     x = x.astype(dtype)
-    kernels = launched
     fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
     side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
     got = {}
@@ -298,10 +297,10 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
                          ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW=0,
                                        _MAX_ONE_RUN=0, _MAX_ONE_RUN_16=0))):
         knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
-        kernels.clear()
+        launched.clear()
         got[name] = fn(x, out, skipna=skipna)
         side = side_by_side and name == "chosen"
-        assert set(kernels) == {"max_pool_channels" if side else "max_pool_runs"}, name
+        assert set(launched) == {"max_pool_channels" if side else "max_pool_runs"}, name
     want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
     np.testing.assert_array_equal(got["chosen"][1], want_i)
     np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
@@ -328,16 +327,15 @@ def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, d
     x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
     g = rand(shape[:2] + out, dtype, seed=23)
     g.reshape(-1)[::5] = -0.0
-    kernels = launched
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
     got = {}
     for name, limits in (("chosen", {}), ("runs", dict(_ROW_WINDOW_LANES={2: 0, 4: 0, 8: 0},
                                                        _ROW_WINDOW_LANES_SKIPNA=0))):
         knobs(**limits)
-        kernels.clear()
+        launched.clear()
         got[name] = fn(g, x, skipna=skipna)
         side = side_by_side and name == "chosen"
-        assert set(kernels) == {"avg_pool_backward_lanes" if side
+        assert set(launched) == {"avg_pool_backward_lanes" if side
                                 else "avg_pool_backward_runs"}, name
     np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["runs"]))
     if dtype in (F32, F64):  # (16-bit results: the runs kernel's bits, tested elsewhere)

@@ -394,20 +394,19 @@ def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs,
     g = rand(shape[:2] + out_spatial(output_size, shape[2:]), dtype, seed=33)
     g.reshape(-1)[::3] = -0.0
     sliced = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, 1)])[..., :-1]  # rows not one run
-    kernels = launched
     runs = {"avg_pool_runs", "max_pool_runs", "avg_pool_backward_runs"}
     got = {}
     for name, merge in (("merged", backend._window_runs), ("other", lambda *a: None),
                         ("baseline", backend._window_runs)):  # (it reads the merged tables)
         monkeypatch.setattr(tiers, "MODE", "baseline" if name == "baseline" else "tuned")
         knobs(_window_runs=merge)
-        kernels.clear()
+        launched.clear()
         got[name] = [bits(avg(x, output_size, skipna=skipna)),
                      *map(bits, mx(x, output_size, skipna=skipna)),
                      bits(avg_backward(g, x, skipna=skipna))]
-        assert runs <= set(kernels) if name != "other" else not runs & set(kernels)
+        assert runs <= set(launched) if name != "other" else not runs & set(launched)
         if name == "merged":  # the other kernels, with the merge on
-            kernels.clear()
+            launched.clear()
             y = avg(x, output_size, skipna=skipna)
             out = np.empty(y.shape[:-1] + (2,), dtype)[..., :1]  # outputs not at w's stride
             got["sliced"] = [bits(avg(sliced, output_size, skipna=skipna)),
@@ -416,7 +415,7 @@ def test_windows_of_whole_rows_as_runs(shape, output_size, dtype, skipna, knobs,
                              bits(avg_backward(g, sliced, skipna=skipna) if skipna
                                   else avg_backward(g, x, skipna=skipna,
                                                     out=np.empty(shape + (2,), dtype)[..., 0]))]
-            assert not runs & set(kernels)
+            assert not runs & set(launched)
     for other in ("other", "baseline"):
         for a, b in zip(got["merged"], got[other]):
             np.testing.assert_array_equal(a, b, err_msg=other)
