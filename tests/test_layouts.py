@@ -336,7 +336,7 @@ def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, d
         got[name] = fn(g, x, skipna=skipna)
         side = side_by_side and name == "chosen"
         assert set(launched) == {"avg_pool_backward_lanes" if side
-                                else "avg_pool_backward_runs"}, name
+                                 else "avg_pool_backward_runs"}, name
     np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["runs"]))
     if dtype in (F32, F64):  # (16-bit results: the runs kernel's bits, tested elsewhere)
         want = ref.avg_pool_backward(g, x.shape, len(out), x if skipna else None)
