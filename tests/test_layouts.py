@@ -34,6 +34,16 @@ def _bits(a):
     return np.ascontiguousarray(a).view(np.uint8)
 
 
+def _max_values(shape, seed):
+    """float32 values for the max kernels: ties, NaN, -inf and -0.0 (seeds ``seed`` to
+    ``seed + 2``)."""
+    x = np.round(rand(shape, np.float32, seed=seed) * 2)  # ties
+    x[rand(shape, np.float32, seed=seed + 1) > 1.1] = np.nan
+    x[rand(shape, np.float32, seed=seed + 2) > 1.6] = -np.inf
+    x[x == 0] = -0.0
+    return x
+
+
 def _same_values(view, base):
     np.testing.assert_array_equal(view, base)
     return view
@@ -233,10 +243,7 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
     from adaptive_pool.dtypes import SUPPORTED
 
     knobs(_WIDE_MIN=16)
-    x = np.round(rand(shape, np.float32, seed=6) * 2)  # ties
-    x[rand(shape, np.float32, seed=7) > 1.1] = np.nan
-    x[rand(shape, np.float32, seed=8) > 1.6] = -np.inf
-    x[x == 0] = -0.0
+    x = _max_values(shape, seed=6)
     x[..., :2, :2] = np.nan  # windows of NaN only
     x = x.astype(dtype)
     storage = SUPPORTED[x.dtype].storage
@@ -284,10 +291,7 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     from adaptive_pool.cpu.lanes import vector_runs
     from adaptive_pool.dtypes import SUPPORTED
 
-    x = np.round(rand(shape, np.float32, seed=16) * 2)  # ties
-    x[rand(shape, np.float32, seed=17) > 1.1] = np.nan
-    x[rand(shape, np.float32, seed=18) > 1.6] = -np.inf
-    x[x == 0] = -0.0
+    x = _max_values(shape, seed=16)
     x[0, 0, ..., :3] = np.nan  # a window of NaN only
     x = x.astype(dtype)
     fn = getattr(ap, f"adaptive_max_pool{len(out)}d")

@@ -480,7 +480,8 @@ class CpuBackend:
             return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
             if SPLIT_512 and itemsize != 8:  # (see _ROWWISE_CACHED)
-                if itemsize == 4 and n * c * d * h * w * itemsize <= _ROWWISE_CACHED:
+                cached = n * c * d * h * w * itemsize <= _ROWWISE_CACHED * _CACHED_INPUT
+                if itemsize == 4 and cached:
                     return "direct"
                 if c >= kernels.LANES:
                     return "lanewise"
@@ -852,10 +853,8 @@ def _side_by_side(run: int, one: bool, block: int, itemsize: int, nbytes: int) -
     rather than one vectorised pass each (:data:`_MAX_ROW_RUN` and the limits after it)."""
     if block < _MAX_ROW_MANY:
         return run <= _MAX_ROW_RUN_FEW and not one
-    if one and itemsize == 2:
-        return run <= _MAX_ONE_RUN_16
-    if one:
-        return run <= (_MAX_ONE_RUN if nbytes <= _MAX_ONE_RUN_BYTES else _MAX_ROW_RUN)
+    if one and (itemsize == 2 or nbytes <= _MAX_ONE_RUN_CACHED * _CACHED_INPUT):
+        return run <= (_MAX_ONE_RUN_16 if itemsize == 2 else _MAX_ONE_RUN)
     return run <= (_MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
 
 
@@ -1209,13 +1208,13 @@ _ROWWISE_WIDTH = 16
 
 #: On Zen 4 (:data:`~adaptive_pool.cpu.access.SPLIT_512`) that order lost in float32 and 16
 #: bits (forced orders, two threads, 2026-12-07; float64 kept it: from memory it was up to 2.2x
-#: as fast as the others): float32 inputs up to this size took 0.45-0.58x its time window by
-#: window (8x64x112x112 -> 3x3, 16x64x64x64 -> 2x2, 2x64x224x224 -> 6x6, 1x128x112x153 ->
-#: 1x2; 35 MB 0.80x), larger ones 0.71x on 8 planes side by side (8x64x224x224 -> 6x6, 103 MB;
-#: window by window 1.39x), and 16-bit inputs of 8 planes or more 0.44-0.65x on 8 planes side
-#: by side, in and out of the cache (the same shapes; bfloat16 8x64x224x224 -> 6x6 4.53 ->
-#: 2.08 ms).
-_ROWWISE_CACHED = 48 << 20
+#: as fast as the others): float32 inputs up to this many times :data:`_CACHED_INPUT` (the
+#: last-level cache, 32 MiB there) took 0.45-0.58x its time window by window (8x64x112x112
+#: -> 3x3, 16x64x64x64 -> 2x2, 2x64x224x224 -> 6x6, 1x128x112x153 -> 1x2; 35 MB 0.80x), larger
+#: ones 0.71x on 8 planes side by side (8x64x224x224 -> 6x6, 103 MB; window by window
+#: 1.39x), and 16-bit inputs of 8 planes or more 0.44-0.65x on 8 planes side by side, in and
+#: out of the cache (the same shapes; bfloat16 8x64x224x224 -> 6x6 4.53 -> 2.08 ms).
+_ROWWISE_CACHED = 1.5
 
 #: Average windows one plane deep whose rows of unit stride are at least this wide on average
 #: (and at most 32) take the direct order, each row a masked vector load or two added into the
@@ -1298,11 +1297,12 @@ _MAX_ROW_MANY = 64
 #: 49 -> 1), of 64 0.82-0.85x, of 100 0.83-0.93x (rows of several windows, (None, 1), break
 #: even sooner: 14 1.53x, 28 0.89x, 49 0.93x, as the limits above)...
 _MAX_ONE_RUN = 49
-#: ... in inputs up to this size (in the cache: 12.8 MB 1.12-1.29x; 25.7 MB 1.05-1.26x);
+#: ... in inputs up to this many times :data:`_CACHED_INPUT` (32 MiB there; 12.8 MB
+#: 1.12-1.29x, 25.7 MB 1.05-1.26x);
 #: larger ones, read from memory, took 1.13-1.5x as long side by side with runs of 25-49
 #: (38-103 MB: 128x2048x5x5, 6x6 and 7x7 -> 1x1, 64x2048x49 -> 1) and take
 #: :data:`_MAX_ROW_RUN` (runs of 16: 1.56-1.61x)...
-_MAX_ONE_RUN_BYTES = 16 << 20
+_MAX_ONE_RUN_CACHED = 0.5
 #: ... 16-bit: runs of 25-64 1.46-2.38x, of 100-144 1.15-1.41x, of 196 1.07x, of 256
 #: 0.89-1.03x.
 _MAX_ONE_RUN_16 = 144
