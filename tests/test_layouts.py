@@ -349,6 +349,41 @@ def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, d
                                    atol=atol)
 
 
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out,other,side_by_side",
+    [((1, 16, 30, 33), (36, 27), "avg_pool_backward", True),  # upsampling 990-element planes
+     ((2, 8, 1000), (300,), "avg_pool_backward_runs", True),  # short windows, long rows
+     ((1, 16, 32, 32), (16, 16), "avg_pool_backward", False),  # windows of 4
+     ((1, 8, 30, 33), (36, 27), "avg_pool_backward", False)],  # one block of planes
+)
+def test_avg_backward_larger_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
+                                                 knobs, launched):
+    """The average backward of planes larger than ``_LANES_PLANE`` takes 8 of them side by
+    side where windows hold fewer than 2 elements an output or are short along rows, their
+    sums fit ``_LANES_SCRATCH`` and each of the two threads has a block: the reference's
+    gradient, the bits of the kernel taken otherwise."""
+    x = rand(shape, dtype, seed=24)
+    x[rand(shape, np.float32, seed=25) > 3.0] = np.nan
+    g = rand(shape[:2] + out, dtype, seed=26)
+    g.reshape(-1)[::5] = -0.0
+    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
+    got = {}
+    for name, scratch in (("chosen", 1 << 24), ("other", 0)):
+        knobs(_threads=lambda: 2, _LANES_SCRATCH=scratch)
+        launched.clear()
+        got[name] = fn(g, x, skipna=skipna)
+        side = side_by_side and name == "chosen"
+        assert set(launched) == {"avg_pool_backward_lanes" if side else other}, name
+    np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["other"]))
+    if dtype in (F32, F64):
+        want = ref.avg_pool_backward(g, x.shape, len(out), x if skipna else None)
+        rtol, atol = tol(dtype)
+        np.testing.assert_allclose(got["chosen"].astype(np.float64), want, rtol=rtol,
+                                   atol=atol)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("view", list(VIEWS2))
 def test_avg_any_input_layout(view, dtype):

@@ -320,7 +320,7 @@ def test_avg_backward_paths_agree_bit_for_bit(shape, output_size, dtype, knobs):
     runs, never = backend._run_windows, lambda *args: False
     got = {}
     for name, plane, windows in [("rows", 0, never), ("lanes", 10**9, never), ("runs", 0, runs)]:
-        knobs(_LANES_PLANE=plane, _run_windows=windows)
+        knobs(_LANES_PLANE=plane, _LANES_SCRATCH=plane, _run_windows=windows)
         got[name] = [bits(ap.adaptive_avg_pool2d_backward(v, x)) for v in (g, gv)]
         out = np.empty(shape[:2] + shape[:1:-1], dtype).swapaxes(-1, -2)  # a strided result
         ap.adaptive_avg_pool2d_backward(g, x, out=out)
@@ -352,7 +352,7 @@ def test_avg_backward_of_windows_along_rows(shape, output_size, dtype, skipna, k
     got = {}
     for name, row_window, plane in [("runs", 2, 10**9), ("lanes", 10**9, 10**9),
                                     ("rows", 10**9, 0)]:
-        knobs(_ROW_WINDOW=row_window, _LANES_PLANE=plane)
+        knobs(_ROW_WINDOW=row_window, _LANES_PLANE=plane, _LANES_SCRATCH=plane)
         got[name] = bits(ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna))
     out = np.empty(shape[:2] + (2 * shape[2],), dtype)[..., ::2]
     ap.adaptive_avg_pool1d_backward(g, x, skipna=skipna, out=out)

@@ -132,7 +132,7 @@ def test_skipna_backward_kernels_agree_with_the_reference(shape, output_size, dt
     runs, never = backend._run_windows, lambda *args: False
     got = {}
     for name, plane, windows in [("rows", 0, never), ("lanes", 10**9, never), ("runs", 0, runs)]:
-        knobs(_LANES_PLANE=plane, _run_windows=windows)
+        knobs(_LANES_PLANE=plane, _LANES_SCRATCH=plane, _run_windows=windows)
         got[name] = [
             bits(fn("avg", rank, True)(a, b, skipna=True))
             for a in (g, channels_last(g)) for b in (x, channels_last(x))

@@ -506,14 +506,20 @@ class CpuBackend:
         ))(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims) -> bool:
+    def _lanes(dims, itemsize: int, short: bool | None = None) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
-        (:data:`_FEW_LANES_PLANE`)."""
-        _, c, _, h, w, _, _, _ = dims
-        if h * w > _LANES_PLANE:
-            return False
-        return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
+        (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are
+        ``short`` (by default: fewer than :data:`_LANES_WINDOW` elements an output), their
+        sums fit :data:`_LANES_SCRATCH` and every thread has a block of planes."""
+        n, c, d, h, w, _, oh, ow = dims
+        if h * w <= _LANES_PLANE:
+            return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
+        if short is None:
+            short = h * w < _LANES_WINDOW * oh * ow
+        sums = max(h, oh) * w * kernels.LANES * max(itemsize, 4)
+        return (short and c >= kernels.LANES and sums * _threads() <= _LANES_SCRATCH
+                and n * -(-c // kernels.LANES) * d >= _threads())
 
     @classmethod
     def _short_rows(cls, dims, itemsize: int, skipna: bool) -> bool:
@@ -522,7 +528,7 @@ class CpuBackend:
         time (:data:`_ROW_WINDOW_LANES`)."""
         c, w, ow = dims[1], dims[4], dims[7]
         limit = _ROW_WINDOW_LANES_SKIPNA if skipna else _ROW_WINDOW_LANES[itemsize]
-        return c >= kernels.LANES and cls._lanes(dims) and w < limit * ow
+        return c >= kernels.LANES and w < limit * ow and cls._lanes(dims, itemsize, short=True)
 
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
@@ -566,8 +572,9 @@ class CpuBackend:
                 run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, nch)
 
             return _bind(call, (run,), like, base, reads_x)
-        runs = _run_windows(tab, dims, *geometries) or (
-            _tiled_rows(tab, dims, geometries) and not self._short_rows(dims, itemsize, reads_x))
+        tiled = _tiled_rows(tab, dims, geometries)
+        short = tiled and self._short_rows(dims, itemsize, reads_x)  # (8 planes side by side)
+        runs = _run_windows(tab, dims, *geometries) or (tiled and not short)
         merged = None if runs else _window_runs(tab, dims, (gg,), geometries)
         if merged is not None and _tiled_rows(merged[1], merged[0], geometries) and (
                 itemsize != 2 or merged[0][4] <= _DECODED_RUN_ROW):
@@ -595,7 +602,7 @@ class CpuBackend:
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        if self._lanes(dims):
+        if short or self._lanes(dims, itemsize):
             # and deeper windows of d where the kernel counts from bit masks: rows of at most 64
             # at unit stride, planes that are runs in x and in the result (float32
             # 8x128x8x14x14 -> 3x5x5 took a count_valid pass first)
@@ -1402,6 +1409,24 @@ _LANES_PLANE = 896
 #: 1x2x5x9x10 -> 2x4x3 4.7-4.8 -> 3.9-4.0; as fast on 16x16 -> 4x4 and 20x20 -> 3x3, and
 #: slower on 28x28 -> 7x7 (float32 4.6 -> 4.9, bfloat16 4.7 -> 6.4).
 _FEW_LANES_PLANE = 256
+
+#: Larger planes of 8 channels or more take the 8-planes kernel where their windows hold fewer
+#: elements than this an output (upsampling, or nearly) or, along rows, are short
+#: (:data:`_ROW_WINDOW_LANES`): A/B against the row blocks or runs, two threads, Zen 4, the
+#: same bits: 2-D upsampling of 1,188-65,536-element planes (16x64x33x36 -> 36x27,
+#: 8x64x40x40 -> 48x48, 2x64x90x90 -> 100x100, 4x32x128x128 -> 130x130, 1x16x256x256 ->
+#: 300x300) 1.6-4.3x in every dtype (skipna 2.3-5.2x), 64x64 -> 66x32 1.13-1.26x, 3-D
+#: 2x16x8x40x40 -> 9x48x48 2.1-2.4x; short windows along rows of 1,000-100,000 elements
+#: (8x256x1000 -> 300, 2x64x8000 -> 3000, 1x16x100000 -> 30000, 4x128x16x73 -> (None, 13))
+#: 1.1-2.2x (skipna 1.4-2.3x). Windows of 4 elements an output stay in row blocks (64x64 ->
+#: 32x32 0.64-0.76x, 40x40 -> 20x20 1.04-1.28x).
+_LANES_WINDOW = 2
+
+#: ... as long as their sums (8 planes of the larger of the input's and the output's rows, in
+#: the accumulation dtype) of every thread fit in this: a quarter of the last-level cache.
+#: Beyond it the 8 planes' sums went to memory: 2x8x512x512 -> (None, 128) float64 (16 MiB
+#: of sums) 15x slower, 1x8x1000000 -> 300000 float32 (32 MiB) 5.5x slower.
+_LANES_SCRATCH = _CACHED_INPUT // 4
 
 #: Elements of the planes up to which the plain average backward of channels-last gradients
 #: takes blocks of up to 128 of them side by side (:func:`_channel_blocks`) rather than the
