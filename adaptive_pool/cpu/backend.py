@@ -1411,16 +1411,19 @@ _LANES_PLANE = 896
 _FEW_LANES_PLANE = 256
 
 #: Larger planes of 8 channels or more take the 8-planes kernel where their windows hold fewer
-#: elements than this an output (upsampling, or nearly) or, along rows, are short
-#: (:data:`_ROW_WINDOW_LANES`): A/B against the row blocks or runs, two threads, Zen 4, the
-#: same bits: 2-D upsampling of 1,188-65,536-element planes (16x64x33x36 -> 36x27,
-#: 8x64x40x40 -> 48x48, 2x64x90x90 -> 100x100, 4x32x128x128 -> 130x130, 1x16x256x256 ->
-#: 300x300) 1.6-4.3x in every dtype (skipna 2.3-5.2x), 64x64 -> 66x32 1.13-1.26x, 3-D
-#: 2x16x8x40x40 -> 9x48x48 2.1-2.4x; short windows along rows of 1,000-100,000 elements
+#: elements than this an output (upsampling, or windows of 2-3 columns, overlapping where the
+#: sizes do not divide) or, along rows, are short (:data:`_ROW_WINDOW_LANES`): the row blocks
+#: pay each output row's windows and each input row's sum of overlapping output rows. A/B
+#: against the row blocks or runs, two threads, Zen 4, the same bits: 2-D upsampling of
+#: 1,188-65,536-element planes (16x64x33x36 -> 36x27, 8x64x40x40 -> 48x48, 2x64x90x90 ->
+#: 100x100, 4x32x128x128 -> 130x130, 1x16x256x256 -> 300x300) 1.6-4.3x in every dtype
+#: (skipna 2.3-5.2x), 3-D 2x16x8x40x40 -> 9x48x48 2.1-2.4x; 2-3 elements an output
+#: (64x64 -> 40x40, 56x56 -> 32x32, 48x48 -> 32x32, 100x100 -> 60x60, 33x36 -> 16x27)
+#: 1.9-3.6x, 64x64 -> 48x32 0.83-1.03x; short windows along rows of 1,000-100,000 elements
 #: (8x256x1000 -> 300, 2x64x8000 -> 3000, 1x16x100000 -> 30000, 4x128x16x73 -> (None, 13))
-#: 1.1-2.2x (skipna 1.4-2.3x). Windows of 4 elements an output stay in row blocks (64x64 ->
-#: 32x32 0.64-0.76x, 40x40 -> 20x20 1.04-1.28x).
-_LANES_WINDOW = 2
+#: 1.1-2.2x (skipna 1.4-2.3x). Windows of 2x2 and larger stay in row blocks (64x64 -> 32x32
+#: 0.64-0.76x, 40x40 -> 20x20 1.04-1.28x, 32x64 -> 16x16 0.84-0.88x).
+_LANES_WINDOW = 4
 
 #: ... as long as their sums (8 planes of the larger of the input's and the output's rows, in
 #: the accumulation dtype) of every thread fit in this: a quarter of the last-level cache.
