@@ -228,8 +228,12 @@ def _check_plane(src, b, m, mp, plane, W, H, rw, rh, lo, nn, keys):
     return _check_rows(src, b, m, W32, H32, rw, rh, lo, nn, keys, top, True)
 
 
-#: Outputs a plane from which :func:`_check_plane` checks planes of one row one at a time.
-_CHECK_BY_PLANE = 16
+#: Outputs a plane from which :func:`_check_plane` checks planes of one row one at a time:
+#: below it, the flat loop over a group's outputs (a minimum reduced across the vector and a
+#: branch per plane cost more than a plane's few table reads save). A/B, Zen 4, the same
+#: bits, 16 -> 64: 8x256x40 -> 16, 20, 26 1.11-1.49x, 2x512x22 -> 26 1.09-1.18x, 8x256x60
+#: -> 33 1.00-1.09x, 48 and 60 outputs 0.97-1.06x, 100 and more unchanged.
+_CHECK_BY_PLANE = 64
 
 
 @numba.njit(inline="always")
