@@ -279,7 +279,8 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
      ((1, 20, 2, 2, 11), (2, 2, 4), True),
      ((2, 64, 6, 12), (6, 1), True),  # (None, 1): rows of 12
      ((4, 32, 5, 5), (1, 1), True),  # global pooling of 25-element planes
-     ((1, 40, 64), (4,), False),  # windows of 16 in blocks of 24 planes
+     ((1, 40, 60), (6,), True),  # windows of 10-11 in blocks of 24 planes
+     ((1, 40, 100), (4,), False),  # windows of 25 in blocks of 24 planes
      ((2, 64, 16, 16), (1, 1), False),  # global pooling of 256-element planes
      ((1, 12, 9), (7,), False)],  # too few planes for a block
 )
@@ -298,7 +299,8 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
     got = {}
     for name, limits in (("chosen", {}),
-                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW=0,
+                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0,
+                                       _MAX_ROW_RUN_FEW={2: 0, 4: 0, 8: 0},
                                        _MAX_ONE_RUN=0, _MAX_ONE_RUN_16=0))):
         knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
         launched.clear()

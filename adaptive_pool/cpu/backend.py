@@ -859,7 +859,7 @@ def _side_by_side(run: int, one: bool, block: int, itemsize: int, nbytes: int) -
     plane, or several) of an input of ``nbytes`` in blocks of ``block`` planes side by side
     rather than one vectorised pass each (:data:`_MAX_ROW_RUN` and the limits after it)."""
     if block < _MAX_ROW_MANY:
-        return run <= _MAX_ROW_RUN_FEW and not one
+        return run <= _MAX_ROW_RUN_FEW[itemsize] and not one
     if one and (itemsize == 2 or nbytes <= _MAX_ONE_RUN_CACHED * _CACHED_INPUT):
         return run <= (_MAX_ONE_RUN_16 if itemsize == 2 else _MAX_ONE_RUN)
     return run <= (_MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
@@ -1294,9 +1294,13 @@ _MAX_ROW_RUN = 17
 #: 1.42-3.58x, of 64 0.99x, of 100 0.99-1.12x...
 _MAX_ROW_RUN_16 = 48
 #: ... and in blocks of fewer planes (from :data:`_ROW_WIDE_MIN`), whose windows' bookkeeping
-#: fewer planes share, every dtype: windows of 4-6 1.24-2.53x (2x16x177 -> 45, 2x16x96 ->
-#: 16), of 8 0.92-1.2x, of 12 0.85-1.37x, bfloat16 of 24-32 0.61-0.90x.
-_MAX_ROW_RUN_FEW = 7
+#: fewer planes share, by element size: windows of 4-6 1.24-2.53x (2x16x177 -> 45, 2x16x96
+#: -> 16); the runs kernel is slower in float64 and 16 bits (two threads, blocks of 24-48
+#: planes, 2026-12-07: windows of 9-14 float32 1.25-1.59x, float64 1.33-2.11x, bfloat16
+#: 1.25-2.35x; of 17-21 float32 0.80-1.09x, float64 1.23-1.46x, bfloat16 1.12-1.56x; of 25-32
+#: float64 1.18-1.22x, bfloat16 0.99-1.13x; blocks of 16, one thread: float32 windows of 9-11
+#: 1.02-1.26x, 14 0.87x; float64 of 17-21 0.94-1.00x; bfloat16 of 14 1.43x, 17 0.84-0.91x).
+_MAX_ROW_RUN_FEW = {2: 14, 4: 11, 8: 21}
 _MAX_ROW_MANY = 64
 #: Windows that are the only one of their plane (global pooling) up to this long, in blocks of
 #: :data:`_MAX_ROW_MANY` planes or more (fewer took 1.0-1.2x as long): float32 and float64
