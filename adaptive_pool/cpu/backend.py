@@ -460,9 +460,11 @@ class CpuBackend:
             return "runs"
         # Where 8 planes side by side also serve, they took 0.35-0.87x the time of the rows
         # summed in registers with skipna (every dtype), and on Zen 4 (SPLIT_512) 0.38-1.02x
-        # in float32 and 16 bits but 0.91-1.86x in float64; Zen 5 took the rows in 0.4-1.0x
-        # the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
-        planes_first = lanewise and (skipna or (SPLIT_512 and itemsize != 8))
+        # in float32 and 16 bits, in float64 0.34-0.95x for small windows of small planes
+        # (_PLANES_FIRST_WINDOW) but up to 2.4x for larger ones; Zen 5 took the rows in
+        # 0.4-1.0x the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
+        planes_first = lanewise and (skipna or (SPLIT_512 and (
+            itemsize != 8 or (longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE))))
         # windows deeper than one plane: their bands do not follow each other for the direct
         # order's prefetch stream (2x64x32x224x224 -> 2x14x14 float32 73 ms, row by row 42),
         # but where the 8-plane order would read float64 planes in place, gathering, rows in
@@ -1276,6 +1278,18 @@ _ROW_RUN_LANES = {2: 18, 4: 12, 8: 6}
 #: 7x9x11 (377). Larger ones (1394 and 4096) ran as fast in float32 and float64 and 1.1-2x
 #: slower in 16 bits.
 _LANEWISE_WINDOW = 512
+
+#: Zen 4's float64 average forward takes 8 planes side by side rather than rows summed in
+#: registers (the direct order) where windows hold at most this many elements
+#: (:func:`_longest`) in planes of at most ``_PLANES_FIRST_PLANE``. Forced orders, two
+#: threads, us, direct / 8 planes: 4x16x14x76 -> 17x9 65 / 38, 8x16x8x64 -> 16x8 84 / 28,
+#: 2x16x100x40 -> 50x5 58 / 43, 4x16x28x128 -> 14x16 91 / 69, 4x64x28x64 -> 7x8 142 / 111,
+#: 16x64x48x48 -> 6x6 644 / 583, 16x64x64x64 -> 8x8 1324 / 1156, 8x256x56x56 -> 7x7 2363 /
+#: 2029, 4x16x56x64 -> 7x8 65 / 68; larger windows or planes keep the direct order
+#: (16x64x64x64 -> 5x5 913 / 935, 4x64x96x96 -> 12x12 630 / 666, 4x64x128x128 -> 16x16 1522
+#: / 3608, 4x64x128x128 -> 6x6 2.1 / 3.9 ms).
+_PLANES_FIRST_WINDOW = 81
+_PLANES_FIRST_PLANE = 4096
 
 #: Planes at most and at least in a work item of a forward that copies them side by side,
 #: and the elements their copy may take (:func:`_lanewise_block`).
