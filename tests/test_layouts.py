@@ -318,6 +318,42 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,out,side_by_side",
+    [((16, 3, 32, 3), (1, None), True),  # columns of 96-element planes, blocks of 24
+     ((1, 24, 7, 7), (3, 3), True),  # blocks of 16
+     ((1, 24, 20, 24), (5, 6), False)],  # planes of 480 elements
+)
+def test_max_small_planes_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
+                                       launched):
+    """Windows over several rows of planes of at most ``_MAX_FEW_PLANE`` elements are compared
+    16 planes or more side by side (the channels kernel), larger planes' only from
+    ``_WIDE_MIN``, else a window at a time (the general kernel): the reference's values and
+    indices, with ties, NaN, infinities and signed zeros, and the general kernel's bits."""
+    from adaptive_pool.cpu.lanes import vector_runs
+    from adaptive_pool.dtypes import SUPPORTED
+
+    x = _max_values(shape, seed=18)
+    x[0, 0, :3] = np.nan  # windows of NaN only
+    x = x.astype(dtype)
+    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
+    side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
+    got = {}
+    for name, limits in (("chosen", {}), ("general", dict(_MAX_FEW_PLANE=0))):
+        knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
+        launched.clear()
+        got[name] = fn(x, out, skipna=skipna)
+        side = side_by_side and name == "chosen"
+        assert set(launched) == {"max_pool_channels" if side else "max_pool"}, name
+    want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
+    np.testing.assert_array_equal(got["chosen"][1], want_i)
+    np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
+    for a, b in zip(got["chosen"], got["general"]):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "shape,out,side_by_side",
     [((2, 16, 60), (20,), True),  # windows of 3
      ((1, 24, 2, 61), (2, 20), True),  # along the rows of 2-D planes, overlapping
      ((2, 16, 192), (16,), False),  # windows of 12

@@ -696,7 +696,8 @@ class CpuBackend:
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
-                                _ROW_WIDE_MIN if runs else _WIDE_MIN)
+                                _ROW_WIDE_MIN if runs or d * h * w <= _MAX_FEW_PLANE
+                                else _WIDE_MIN)
         # windows that are runs, a vectorised pass each, unless short enough that a pass costs
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
@@ -1333,8 +1334,14 @@ _MAX_ONE_RUN_CACHED = 0.5
 _MAX_ONE_RUN_16 = 144
 #: Planes at least in a block of windows along rows: 16-31 planes of short windows 1.24-2.53x
 #: as fast as the runs kernel (above). Windows over several rows keep :data:`_WIDE_MIN`
-#: (1x20x40x40 -> 9x9 took 1.2-1.7x as long in blocks of 24).
+#: (1x20x40x40 -> 9x9 took 1.2-1.7x as long in blocks of 24)...
 _ROW_WIDE_MIN = 16
+#: ... but in planes of at most this many elements, where the general kernel's set-up of each
+#: window costs more than 16-31 planes side by side take (A/B, two threads, Zen 4, the same
+#: bits: 16x3x32x3 -> (1, None) 2.45-2.76x, 1x48x12x12 -> 3x3 1.56-1.91x, 2x16x20x20 -> 5x5
+#: 1.22-1.63x, 1x24x7x7 -> 3x3 1.37-1.52x; larger planes in blocks of 16 and a remainder,
+#: float32: 1x20x20x24 -> 5x6 0.93x, 1x20x16x40 -> 4x8 0.82x, 1x20x28x28 -> 7x7 0.88x).
+_MAX_FEW_PLANE = 400
 
 #: Window size (:func:`_longest`'s bound) up to which the average forward takes the 8-plane
 #: order with 3 to 7 planes (the other lanes compute copies): a window of the direct order is
