@@ -268,27 +268,42 @@ def test_max_blocks_of_planes_copied_side_by_side(shape, out, dtype, skipna, kno
     np.testing.assert_array_equal(_bits(y), _bits(got))
 
 
+#: The limits that send the max forward's windows to the kernel named, rather than the
+#: channels kernel (planes side by side).
+_ONE_AT_A_TIME = {
+    "max_pool_runs": dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0, _MAX_ROW_RUN_FEW={2: 0, 4: 0, 8: 0},
+                          _MAX_ONE_RUN=0, _MAX_ONE_RUN_16=0),
+    "max_pool": dict(_MAX_FEW_PLANE=0),
+}
+
+
 @pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
-    "shape,out,side_by_side",
-    [((2, 16, 9), (7,), True),  # 32 planes, windows of 2-3
-     ((4, 32, 40), (4,), True),  # blocks of 64 planes: windows of 10
-     ((1, 40, 30), (6,), True),
-     ((2, 12, 3, 20), (3, 6), True),  # windows along the rows of 2-D and 3-D planes
-     ((1, 20, 2, 2, 11), (2, 2, 4), True),
-     ((2, 64, 6, 12), (6, 1), True),  # (None, 1): rows of 12
-     ((4, 32, 5, 5), (1, 1), True),  # global pooling of 25-element planes
-     ((1, 40, 60), (6,), True),  # windows of 10-11 in blocks of 24 planes
-     ((1, 40, 100), (4,), False),  # windows of 25 in blocks of 24 planes
-     ((2, 64, 16, 16), (1, 1), False),  # global pooling of 256-element planes
-     ((1, 12, 9), (7,), False)],  # too few planes for a block
+    "shape,out,other,side_by_side",
+    [((2, 16, 9), (7,), "max_pool_runs", True),  # 32 planes, windows of 2-3
+     ((4, 32, 40), (4,), "max_pool_runs", True),  # blocks of 64 planes: windows of 10
+     ((1, 40, 30), (6,), "max_pool_runs", True),
+     ((2, 12, 3, 20), (3, 6), "max_pool_runs", True),  # along the rows of 2-D and 3-D planes
+     ((1, 20, 2, 2, 11), (2, 2, 4), "max_pool_runs", True),
+     ((2, 64, 6, 12), (6, 1), "max_pool_runs", True),  # (None, 1): rows of 12
+     ((4, 32, 5, 5), (1, 1), "max_pool_runs", True),  # global pooling of 25-element planes
+     ((1, 40, 60), (6,), "max_pool_runs", True),  # windows of 10-11 in blocks of 24 planes
+     ((1, 40, 100), (4,), "max_pool_runs", False),  # windows of 25 in blocks of 24 planes
+     ((2, 64, 16, 16), (1, 1), "max_pool_runs", False),  # global pooling of 256 elements
+     ((1, 12, 9), (7,), "max_pool_runs", False),  # too few planes for a block
+     ((16, 3, 32, 3), (1, None), "max_pool", True),  # columns of 96-element planes
+     ((1, 24, 7, 7), (3, 3), "max_pool", True),  # blocks of 16
+     ((1, 24, 20, 24), (5, 6), "max_pool", False)],  # planes of 480 elements
 )
-def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, knobs, launched):
+def test_max_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna, knobs,
+                                 launched):
     """Windows that are runs short enough for their block of planes (``_MAX_ROW_RUN*``,
-    ``_MAX_ONE_RUN*``) are compared planes side by side (the channels kernel), others one
-    vectorised pass each (the runs kernel): the reference's values and indices, with ties, NaN
-    (whole NaN windows too), infinities and signed zeros, and the runs kernel's bits."""
+    ``_MAX_ONE_RUN*``), and windows over several rows of planes of at most
+    ``_MAX_FEW_PLANE`` elements in blocks of 16 or more, are compared planes side by side (the
+    channels kernel), others one at a time (``other``: a vectorised pass each, the runs
+    kernel, or the general kernel): the reference's values and indices, with ties, NaN (whole
+    NaN windows too), infinities and signed zeros, and the other kernel's bits."""
     from adaptive_pool.cpu.lanes import vector_runs
     from adaptive_pool.dtypes import SUPPORTED
 
@@ -298,124 +313,57 @@ def test_max_short_runs_side_by_side(shape, out, side_by_side, dtype, skipna, kn
     fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
     side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
     got = {}
-    for name, limits in (("chosen", {}),
-                         ("runs", dict(_MAX_ROW_RUN=0, _MAX_ROW_RUN_16=0,
-                                       _MAX_ROW_RUN_FEW={2: 0, 4: 0, 8: 0},
-                                       _MAX_ONE_RUN=0, _MAX_ONE_RUN_16=0))):
+    for name, limits in (("chosen", {}), ("other", _ONE_AT_A_TIME[other])):
         knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
         launched.clear()
         got[name] = fn(x, out, skipna=skipna)
         side = side_by_side and name == "chosen"
-        assert set(launched) == {"max_pool_channels" if side else "max_pool_runs"}, name
+        assert set(launched) == {"max_pool_channels" if side else other}, name
     want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
     np.testing.assert_array_equal(got["chosen"][1], want_i)
     np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
-    for a, b in zip(got["chosen"], got["runs"]):
+    for a, b in zip(got["chosen"], got["other"]):
         np.testing.assert_array_equal(_bits(a), _bits(b))
-
-
-@pytest.mark.parametrize("skipna", [False, True])
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize(
-    "shape,out,side_by_side",
-    [((16, 3, 32, 3), (1, None), True),  # columns of 96-element planes, blocks of 24
-     ((1, 24, 7, 7), (3, 3), True),  # blocks of 16
-     ((1, 24, 20, 24), (5, 6), False)],  # planes of 480 elements
-)
-def test_max_small_planes_side_by_side(shape, out, side_by_side, dtype, skipna, knobs,
-                                       launched):
-    """Windows over several rows of planes of at most ``_MAX_FEW_PLANE`` elements are compared
-    16 planes or more side by side (the channels kernel), larger planes' only from
-    ``_WIDE_MIN``, else a window at a time (the general kernel): the reference's values and
-    indices, with ties, NaN, infinities and signed zeros, and the general kernel's bits."""
-    from adaptive_pool.cpu.lanes import vector_runs
-    from adaptive_pool.dtypes import SUPPORTED
-
-    x = _max_values(shape, seed=18)
-    x[0, 0, :3] = np.nan  # windows of NaN only
-    x = x.astype(dtype)
-    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
-    side_by_side &= vector_runs(SUPPORTED[x.dtype].storage)
-    got = {}
-    for name, limits in (("chosen", {}), ("general", dict(_MAX_FEW_PLANE=0))):
-        knobs(_threads=lambda: 2, **limits)  # (blocks are sized for the threads)
-        launched.clear()
-        got[name] = fn(x, out, skipna=skipna)
-        side = side_by_side and name == "chosen"
-        assert set(launched) == {"max_pool_channels" if side else "max_pool"}, name
-    want_y, want_i = ref.max_pool(x, out, len(out), skipna=skipna)
-    np.testing.assert_array_equal(got["chosen"][1], want_i)
-    np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
-    for a, b in zip(got["chosen"], got["general"]):
-        np.testing.assert_array_equal(_bits(a), _bits(b))
-
-
-@pytest.mark.parametrize("skipna", [False, True])
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize(
-    "shape,out,side_by_side",
-    [((2, 16, 60), (20,), True),  # windows of 3
-     ((1, 24, 2, 61), (2, 20), True),  # along the rows of 2-D planes, overlapping
-     ((2, 16, 192), (16,), False),  # windows of 12
-     ((1, 4, 60), (20,), False)],  # fewer planes than 8
-)
-def test_avg_backward_short_row_windows_side_by_side(shape, out, side_by_side, dtype, skipna,
-                                                     knobs, launched):
-    """The average backward of windows along rows short on average (``_ROW_WINDOW_LANES``)
-    over 8 planes or more takes them side by side (the 8-planes kernel), others a row of
-    windows at a time (the runs kernel): the reference's gradient (NaN inputs +0.0 with
-    ``skipna``), the runs kernel's bits."""
-    x = rand(shape, dtype, seed=21)
-    x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
-    g = rand(shape[:2] + out, dtype, seed=23)
-    g.reshape(-1)[::5] = -0.0
-    fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
-    got = {}
-    for name, limits in (("chosen", {}), ("runs", dict(_ROW_WINDOW_LANES={2: 0, 4: 0, 8: 0},
-                                                       _ROW_WINDOW_LANES_SKIPNA=0))):
-        knobs(**limits)
-        launched.clear()
-        got[name] = fn(g, x, skipna=skipna)
-        side = side_by_side and name == "chosen"
-        assert set(launched) == {"avg_pool_backward_lanes" if side
-                                 else "avg_pool_backward_runs"}, name
-    np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["runs"]))
-    if dtype in (F32, F64):  # (16-bit results: the runs kernel's bits, tested elsewhere)
-        want = ref.avg_pool_backward(g, x.shape, len(out), x if skipna else None)
-        rtol, atol = tol(dtype)
-        np.testing.assert_allclose(got["chosen"].astype(np.float64), want, rtol=rtol,
-                                   atol=atol)
 
 
 @pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,out,other,side_by_side",
-    [((1, 16, 30, 33), (36, 27), "avg_pool_backward", True),  # upsampling 990-element planes
+    [((2, 16, 60), (20,), "avg_pool_backward_runs", True),  # windows of 3
+     # along the rows of 2-D planes, overlapping
+     ((1, 24, 2, 61), (2, 20), "avg_pool_backward_runs", True),
+     ((2, 16, 192), (16,), "avg_pool_backward_runs", False),  # windows of 12
+     ((1, 4, 60), (20,), "avg_pool_backward_runs", False),  # fewer planes than 8
      ((2, 8, 1000), (300,), "avg_pool_backward_runs", True),  # short windows, long rows
+     ((1, 16, 30, 33), (36, 27), "avg_pool_backward", True),  # upsampling 990-element planes
      ((1, 16, 32, 32), (16, 16), "avg_pool_backward", False),  # windows of 4
      ((1, 8, 30, 33), (36, 27), "avg_pool_backward", False)],  # one block of planes
 )
-def test_avg_backward_larger_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
-                                                 knobs, launched):
-    """The average backward of planes larger than ``_LANES_PLANE`` takes 8 of them side by
-    side where windows hold fewer than 2 elements an output or are short along rows, their
-    sums fit ``_LANES_SCRATCH`` and each of the two threads has a block: the reference's
-    gradient, the bits of the kernel taken otherwise."""
-    x = rand(shape, dtype, seed=24)
-    x[rand(shape, np.float32, seed=25) > 3.0] = np.nan
-    g = rand(shape[:2] + out, dtype, seed=26)
+def test_avg_backward_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
+                                          knobs, launched):
+    """The average backward takes 8 planes or more side by side (the 8-planes kernel) where
+    windows along rows are short on average (``_ROW_WINDOW_LANES``) and, in planes larger
+    than ``_LANES_PLANE``, where windows hold fewer than ``_LANES_WINDOW`` elements an output,
+    the sums fit ``_LANES_SCRATCH`` and each of the two threads has a block; others a row of
+    windows at a time (the runs kernel) or in row blocks: the reference's gradient (NaN
+    inputs +0.0 with ``skipna``), the other kernel's bits."""
+    x = rand(shape, dtype, seed=21)
+    x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
+    g = rand(shape[:2] + out, dtype, seed=23)
     g.reshape(-1)[::5] = -0.0
     fn = getattr(ap, f"adaptive_avg_pool{len(out)}d_backward")
     got = {}
-    for name, scratch in (("chosen", 1 << 24), ("other", 0)):
-        knobs(_threads=lambda: 2, _LANES_SCRATCH=scratch)
+    for name, limits in (("chosen", dict(_LANES_SCRATCH=1 << 24)),
+                         ("other", dict(_ROW_WINDOW_LANES={2: 0, 4: 0, 8: 0},
+                                        _ROW_WINDOW_LANES_SKIPNA=0, _LANES_SCRATCH=0))):
+        knobs(_threads=lambda: 2, **limits)
         launched.clear()
         got[name] = fn(g, x, skipna=skipna)
         side = side_by_side and name == "chosen"
         assert set(launched) == {"avg_pool_backward_lanes" if side else other}, name
     np.testing.assert_array_equal(_bits(got["chosen"]), _bits(got["other"]))
-    if dtype in (F32, F64):
+    if dtype in (F32, F64):  # (16-bit results: the other kernels' bits, tested elsewhere)
         want = ref.avg_pool_backward(g, x.shape, len(out), x if skipna else None)
         rtol, atol = tol(dtype)
         np.testing.assert_allclose(got["chosen"].astype(np.float64), want, rtol=rtol,

@@ -463,8 +463,8 @@ class CpuBackend:
         # in float32 and 16 bits, in float64 0.34-0.95x for small windows of small planes
         # (_PLANES_FIRST_WINDOW) but up to 2.4x for larger ones; Zen 5 took the rows in
         # 0.4-1.0x the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
-        planes_first = lanewise and (skipna or (SPLIT_512 and (
-            itemsize != 8 or (longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE))))
+        small = longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE
+        planes_first = lanewise and (skipna or (SPLIT_512 and (itemsize != 8 or small)))
         # windows deeper than one plane: their bands do not follow each other for the direct
         # order's prefetch stream (2x64x32x224x224 -> 2x14x14 float32 73 ms, row by row 42),
         # but where the 8-plane order would read float64 planes in place, gathering, rows in
