@@ -338,16 +338,22 @@ def test_max_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
      ((2, 8, 1000), (300,), "avg_pool_backward_runs", True),  # short windows, long rows
      ((1, 16, 30, 33), (36, 27), "avg_pool_backward", True),  # upsampling 990-element planes
      ((1, 16, 32, 32), (16, 16), "avg_pool_backward", False),  # windows of 4
-     ((1, 8, 30, 33), (36, 27), "avg_pool_backward", False)],  # one block of planes
+     ((1, 8, 30, 33), (36, 27), "avg_pool_backward", False),  # one block of planes
+     # windows overlapping along h, 4-5 rows tall: float32 and 16 bits
+     ((1, 16, 35, 35), (8, 8), "avg_pool_backward", "not float64"),
+     ((1, 16, 56, 56), (5, 5), "avg_pool_backward", False)],  # 11-12 rows tall
 )
 def test_avg_backward_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
                                           knobs, launched):
     """The average backward takes 8 planes or more side by side (the 8-planes kernel) where
     windows along rows are short on average (``_ROW_WINDOW_LANES``) and, in planes larger
     than ``_LANES_PLANE``, where windows hold fewer than ``_LANES_WINDOW`` elements an output,
-    the sums fit ``_LANES_SCRATCH`` and each of the two threads has a block; others a row of
-    windows at a time (the runs kernel) or in row blocks: the reference's gradient (NaN
-    inputs +0.0 with ``skipna``), the other kernel's bits."""
+    or, in float32 and 16 bits, windows overlap along h (``_LANES_OVERLAP_*``), the sums fit
+    ``_LANES_SCRATCH`` and each of the two threads has a block; others a row of windows at a
+    time (the runs kernel) or in row blocks: the reference's gradient (NaN inputs +0.0 with
+    ``skipna``), the other kernel's bits."""
+    if side_by_side == "not float64":
+        side_by_side = dtype != F64
     x = rand(shape, dtype, seed=21)
     x[rand(shape, np.float32, seed=22) > 3.0] = np.nan
     g = rand(shape[:2] + out, dtype, seed=23)

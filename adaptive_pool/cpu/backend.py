@@ -512,13 +512,16 @@ class CpuBackend:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
         (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are
-        ``short`` (by default: fewer than :data:`_LANES_WINDOW` elements an output), their
-        sums fit :data:`_LANES_SCRATCH` and every thread has a block of planes."""
+        ``short`` (by default: fewer than :data:`_LANES_WINDOW` elements an output, or in
+        float32 and 16 bits overlapping along h, :data:`_LANES_OVERLAP_PLANE`), their sums
+        fit :data:`_LANES_SCRATCH` and every thread has a block of planes."""
         n, c, d, h, w, _, oh, ow = dims
         if h * w <= _LANES_PLANE:
             return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
         if short is None:
-            short = h * w < _LANES_WINDOW * oh * ow
+            short = h * w < _LANES_WINDOW * oh * ow or (
+                itemsize <= 4 and h * w <= _LANES_OVERLAP_PLANE and h % oh != 0
+                and _LANES_OVERLAP_ROWS * oh >= h)
         sums = max(h, oh) * w * kernels.LANES * max(itemsize, 4)
         return (short and c >= kernels.LANES and sums * _threads() <= _LANES_SCRATCH
                 and n * -(-c // kernels.LANES) * d >= _threads())
@@ -1449,6 +1452,18 @@ _FEW_LANES_PLANE = 256
 #: 1.1-2.2x (skipna 1.4-2.3x). Windows of 2x2 and larger stay in row blocks (64x64 -> 32x32
 #: 0.64-0.76x, 40x40 -> 20x20 1.04-1.28x, 32x64 -> 16x16 0.84-0.88x).
 _LANES_WINDOW = 4
+
+#: ... and, in float32 and 16 bits, planes of up to this many elements whose windows overlap
+#: along h (``H % OH``) and are at most ``_LANES_OVERLAP_ROWS`` rows tall on average: the row
+#: blocks sum the two output rows of each shared input row apart. A/B as above, float32 /
+#: bfloat16: 16x64x56x56 -> 13x13 1.53x / 1.45x, 16x64x35x35 -> 8x8 1.78x / 1.68x, 8x64x45x45
+#: -> 10x10 1.64x / 1.38x, 16x64x30x40 -> 7x9 1.65x / 1.51x, 8x64x52x60 -> 12x14 1.63x /
+#: 1.48x, 16x64x40x56 -> 9x9 1.28x / 1.25x, 16x64x33x64 -> 16x4 1.67x / 1.50x; not taken:
+#: windows taller (16x64x56x56 -> 5x5 0.95x / 0.90x, 16x64x64x48 -> 9x11 0.85x / 1.21x),
+#: larger planes (16x64x64x64 -> 13x13 0.77x / 0.89x, -> 9x11 0.66x / 0.70x), float64
+#: (0.85-1.47x).
+_LANES_OVERLAP_PLANE = 3136
+_LANES_OVERLAP_ROWS = 6
 
 #: ... as long as their sums (8 planes of the larger of the input's and the output's rows, in
 #: the accumulation dtype) of every thread fit in this: a quarter of the last-level cache.
