@@ -1458,11 +1458,12 @@ _LANES_WINDOW = 4
 #: blocks sum the two output rows of each shared input row apart. A/B as above, float32 /
 #: bfloat16: 16x64x56x56 -> 13x13 1.53x / 1.45x, 16x64x35x35 -> 8x8 1.78x / 1.68x, 8x64x45x45
 #: -> 10x10 1.64x / 1.38x, 16x64x30x40 -> 7x9 1.65x / 1.51x, 8x64x52x60 -> 12x14 1.63x /
-#: 1.48x, 16x64x40x56 -> 9x9 1.28x / 1.25x, 16x64x33x64 -> 16x4 1.67x / 1.50x; not taken:
+#: 1.48x, 16x64x40x56 -> 9x9 1.28x / 1.25x, 16x64x33x64 -> 16x4 1.67x / 1.50x,
+#: 2x64x102x32 -> 24x2 1.41x / 1.23x, 16x64x60x60 -> 13x13 1.53x / 1.40x; not taken:
 #: windows taller (16x64x56x56 -> 5x5 0.95x / 0.90x, 16x64x64x48 -> 9x11 0.85x / 1.21x),
 #: larger planes (16x64x64x64 -> 13x13 0.77x / 0.89x, -> 9x11 0.66x / 0.70x), float64
 #: (0.85-1.47x).
-_LANES_OVERLAP_PLANE = 3136
+_LANES_OVERLAP_PLANE = 3600
 _LANES_OVERLAP_ROWS = 6
 
 #: ... as long as their sums (8 planes of the larger of the input's and the output's rows, in
