@@ -508,23 +508,24 @@ class CpuBackend:
         ))(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims, itemsize: int, short: bool | None = None) -> bool:
+    def _lanes(dims, itemsize: int, short: bool = False) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
-        (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are
-        ``short`` (by default: fewer than :data:`_LANES_WINDOW` elements an output, or in
-        float32 and 16 bits overlapping along h, :data:`_LANES_OVERLAP_PLANE`), their sums
-        fit :data:`_LANES_SCRATCH` and every thread has a block of planes."""
+        (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are short
+        (``short``: along rows, as the caller found; else fewer than :data:`_LANES_WINDOW`
+        elements an output, or in float32 and 16 bits overlapping along h,
+        :data:`_LANES_OVERLAP_PLANE`), their sums fit :data:`_LANES_SCRATCH` and every thread
+        has a block of planes."""
         n, c, d, h, w, _, oh, ow = dims
         if h * w <= _LANES_PLANE:
             return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
-        if short is None:
-            short = h * w < _LANES_WINDOW * oh * ow or (
-                itemsize <= 4 and h * w <= _LANES_OVERLAP_PLANE and h % oh != 0
-                and _LANES_OVERLAP_ROWS * oh >= h)
+        short = short or h * w < _LANES_WINDOW * oh * ow or (
+            itemsize <= 4 and h * w <= _LANES_OVERLAP_PLANE and h % oh != 0
+            and _LANES_OVERLAP_ROWS * oh >= h)
         sums = max(h, oh) * w * kernels.LANES * max(itemsize, 4)
-        return (short and c >= kernels.LANES and sums * _threads() <= _LANES_SCRATCH
-                and n * -(-c // kernels.LANES) * d >= _threads())
+        threads = _threads()
+        return (short and c >= kernels.LANES and sums * threads <= _LANES_SCRATCH
+                and n * -(-c // kernels.LANES) * d >= threads)
 
     @classmethod
     def _short_rows(cls, dims, itemsize: int, skipna: bool) -> bool:
