@@ -152,7 +152,7 @@ def test_avg_backward_of_channels_last_gradients_in_blocks_of_planes(shape, out,
         request.getfixturevalue("knobs")  # (parallel launches of 32 chunks a thread)
     monkeypatch.setattr(backend, "_threads", lambda: 2)  # (the blocks the docstring names)
     if shape[1] in (130, 19):
-        assert backend._backward_block(shape[1], shape[0]) == {130: 128, 19: 24}[shape[1]]
+        assert backend._backward_block(shape[1], shape[0], 2) == {130: 128, 19: 24}[shape[1]]
 
     chosen = []
     runner = backend.CpuBackend._runner
@@ -323,6 +323,49 @@ def test_max_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
     np.testing.assert_array_equal(got["chosen"][1], want_i)
     np.testing.assert_array_equal(ref.to_f64(got["chosen"][0]), want_y)
     for a, b in zip(got["chosen"], got["other"]):
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "op,shape,out,kernels,blocks",
+    [("max", (16, 1, 3, 30, 2), (1, 32, 2), ("max_pool_channels", "max_pool"), (16, 8)),
+     ("max", (2, 8, 20, 20), (5, 5), ("max_pool_channels", "max_pool"), (16, 8)),
+     ("max", (4, 16, 14, 14), (5, 5), ("max_pool_channels",) * 2, (64, 32)),
+     ("avg", (16, 3, 32, 3), (1, None), ("avg_pool_lanewise",) * 2, (48, 8)),
+     ("avg", (1, 32, 12, 12), (5, 5), ("avg_pool_lanewise",) * 2, (32, 8)),  # (at least 32)
+     # the identity's rows: a copy, not 16 planes side by side (nor 8 on two threads)
+     ("max", (16, 76), (None,), ("max_pool_runs",) * 2, (16, 8))],
+)
+def test_calling_thread_blocks(op, shape, out, kernels, blocks, dtype, knobs, launched,
+                               monkeypatch):
+    """A launch small enough for the calling thread alone sizes its blocks of planes for one
+    thread, not for the pool's (``kernels`` and ``blocks``: on the calling thread, then in
+    parallel on two threads): the reference's results, and the bits of the parallel launch."""
+    from adaptive_pool.cpu import backend
+
+    sizes = []
+    block = backend._lanewise_block
+    monkeypatch.setattr(backend, "_lanewise_block", lambda *a, **k: sizes.append(
+        block(*a, **k)) or sizes[-1])
+    x = _max_values(shape, seed=21).astype(dtype)
+    fn = getattr(ap, f"adaptive_{op}_pool{len(out)}d")
+    got = []
+    for serial in (True, False):
+        knobs(_threads=lambda: 2, _SERIAL_WORK=1 << 15 if serial else 0)
+        launched.clear()
+        sizes.clear()
+        got.append(fn(x, out))
+        assert set(launched) == {kernels[not serial]}
+        assert set(sizes) == {blocks[not serial]}
+    if op == "max":
+        want_y, want_i = ref.max_pool(x, out, len(out))
+        np.testing.assert_array_equal(got[0][1], want_i)
+        np.testing.assert_array_equal(ref.to_f64(got[0][0]), want_y)
+    else:
+        want = ref.avg_pool_in_order(x, out, len(out))
+        np.testing.assert_array_equal(_bits(got[0]), _bits(want))
+    for a, b in zip(*(g if op == "max" else (g,) for g in got)):
         np.testing.assert_array_equal(_bits(a), _bits(b))
 
 

@@ -101,6 +101,14 @@ def _threads() -> int:
     return _THREADS()
 
 
+def _launch_threads(work: int) -> int:
+    """The threads a launch touching ``work`` elements runs on: the calling thread alone below
+    :data:`_SERIAL_WORK` (:meth:`CpuBackend._runner`), else the pool's. Work is split into
+    blocks for that many threads: a launch on the calling thread takes its planes in blocks
+    as large as for one thread (blocks sized for two threads ran 1.1-1.5x slower there)."""
+    return 1 if work < _SERIAL_WORK else _threads()
+
+
 def _bind(call, runs, like, baseline=None, skipna=False) -> Callable[..., object]:
     """``partial(call, *runs)``: a launch of the flat arrays, ``call(*runs, *arrays)``.
 
@@ -325,9 +333,10 @@ class CpuBackend:
             return result
 
     @staticmethod
-    def _rows_per_item(slabs: int, rows: int) -> int:
-        """Split each slab's rows into blocks so that there are work items for every thread."""
-        target = 8 * _threads()
+    def _rows_per_item(slabs: int, rows: int, threads: int | None = None) -> int:
+        """Split each slab's rows into blocks so that there are work items for every thread
+        (``threads``: :func:`_launch_threads`, by default the pool's)."""
+        target = 8 * (_threads() if threads is None else threads)
         if slabs >= target:
             return max(rows, 1)
         blocks = min(rows, -(-target // max(slabs, 1)))
@@ -381,14 +390,14 @@ class CpuBackend:
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, skip, prefetch, nch)
         elif order == "channels":
-            block = _channel_block(c, n * od * oh)
+            block = _channel_block(c, n * od * oh, _launch_threads(work))
             nch = self._chunks(n * -(-c // block) * od * oh, serial)
 
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, block, skip, nch)
         elif order == "lanewise":
             limit = _copied_band(dims, storage)
-            block = _lanewise_block(c, d * h * w, xg, storage)
+            block = _lanewise_block(c, d * h * w, xg, storage, threads=_launch_threads(work))
             if block > kernels.LANES:
                 limit = max(limit, block * d * h * w)  # (copied whole)
             # chunks of whole blocks of planes where there is one for every thread: a block
@@ -597,7 +606,7 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, reads_x)
         if not reads_x and _channel_blocks(gg, dims):
-            block = _backward_block(c, n * d)
+            block = _backward_block(c, n * d, _launch_threads(work))
             run, serial = self._runner(kernels.avg_pool_backward_block, work)
             nch = self._chunks(n * -(-c // block) * d, serial)
 
@@ -621,7 +630,7 @@ class CpuBackend:
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
         else:
             slabs, rows = n * c * d, h
-            rpi = self._rows_per_item(slabs, rows)
+            rpi = self._rows_per_item(slabs, rows, _launch_threads(work))
             # with whole-plane items, also deeper windows of d, each output plane counted once
             # (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms)
             counting = counting or (reads_x and od < d and rpi == h)
@@ -701,12 +710,12 @@ class CpuBackend:
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
                                 _ROW_WIDE_MIN if runs or d * h * w <= _MAX_FEW_PLANE
-                                else _WIDE_MIN)
+                                else _WIDE_MIN, _launch_threads(work))
         # windows that are runs, a vectorised pass each, unless short enough that a pass costs
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
         if runs and block > kernels.LANES:
-            length = (d // od) * (h // oh) * _longest(w, ow)
+            length = 1 if (od, oh, ow) == (d, h, w) else (d // od) * (h // oh) * _longest(w, ow)
             runs = not _side_by_side(length, od * oh * ow == 1, block, itemsize,
                                      n * c * d * h * w * itemsize)
         # windows of whole rows over h or d as runs (_window_runs): float32 1.3-2.5x against
@@ -740,7 +749,8 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, skipna)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
-        rpi = min(self._rows_per_item(n * c * od, oh), max(1, _MAX_BLOCK // w * oh // h))
+        rpi = min(self._rows_per_item(n * c * od, oh, _launch_threads(work)),
+                  max(1, _MAX_BLOCK // w * oh // h))
         # input rows of the largest block; one output row's window may be taken in parts
         _, _, _, _, sh, eh, _, _, _, _, _, _ = windows.axes_offsets(dims)
         first = np.arange(0, oh, rpi)
@@ -824,8 +834,9 @@ class CpuBackend:
         check, cserial = self._runner(kernels.first_bad_index, out_rows * ow)
         cch = self._chunks(out_rows, cserial)
         slabs, rows = planes * d, h
-        rpi = self._rows_per_item(slabs, rows)
-        run, serial = self._runner(kernels.max_pool_backward, _touched(dims))
+        work = _touched(dims)
+        rpi = self._rows_per_item(slabs, rows, _launch_threads(work))
+        run, serial = self._runner(kernels.max_pool_backward, work)
         nch = self._chunks(slabs * -(-rows // rpi), serial)
 
         def call(check, run, gf, jf, if_):
@@ -846,7 +857,9 @@ def _copied_band(dims, storage) -> int:
     return _WHOLE_FLOAT64_STREAMED if n * c * d * h * w * 8 > _STREAMED_INPUT else _WHOLE_FLOAT64
 
 
-def _lanewise_block(c: int, plane: int, xg, storage, least: int | None = None) -> int:
+def _lanewise_block(
+    c: int, plane: int, xg, storage, least: int | None = None, threads: int | None = None
+) -> int:
     """Planes a work item of the forwards of small C-order planes takes (the average's 8-plane
     order, the max on the channels-last kernel): from ``least`` (:data:`_WIDE_MIN`) to
     :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
@@ -855,7 +868,8 @@ def _lanewise_block(c: int, plane: int, xg, storage, least: int | None = None) -
     max: none)."""
     lanes = kernels.LANES
     # a block for every thread at least: each copies its planes once
-    block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * _threads())),
+    threads = _threads() if threads is None else threads
+    block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * threads)),
                 _WIDE_BAND // plane // lanes * lanes)
     least = _WIDE_MIN if least is None else least
     return block if block >= least and xg[5] == 1 and vector_runs(storage) else lanes
@@ -865,8 +879,8 @@ def _side_by_side(run: int, one: bool, block: int, itemsize: int, nbytes: int) -
     """Whether the max forward compares windows that are runs of ``run`` elements (``one`` a
     plane, or several) of an input of ``nbytes`` in blocks of ``block`` planes side by side
     rather than one vectorised pass each (:data:`_MAX_ROW_RUN` and the limits after it)."""
-    if block < _MAX_ROW_MANY:
-        return run <= _MAX_ROW_RUN_FEW[itemsize] and not one
+    if block < _MAX_ROW_MANY:  # (windows of one element: the runs kernel's copy, 1.1-1.4x)
+        return 1 < run <= _MAX_ROW_RUN_FEW[itemsize] and not one
     if one and (itemsize == 2 or nbytes <= _MAX_ONE_RUN_CACHED * _CACHED_INPUT):
         return run <= (_MAX_ONE_RUN_16 if itemsize == 2 else _MAX_ONE_RUN)
     return run <= (_MAX_ROW_RUN_16 if itemsize == 2 else _MAX_ROW_RUN)
@@ -975,7 +989,7 @@ def _channels_adjacent(xg, c: int) -> bool:
 _ROW_WORK = 8
 
 
-def _channel_block(c: int, rows: int) -> int:
+def _channel_block(c: int, rows: int, threads: int) -> int:
     """Channels a work item of the channels-last average forward takes (``rows`` output rows
     of all channels): all of them, each window element read as one run of the whole pixel,
     unless that leaves fewer than ``4 * threads`` items; then split, down to
@@ -983,7 +997,7 @@ def _channel_block(c: int, rows: int) -> int:
     bits): 64x512x14x14 -> 5x5 float32 1.09-1.32x, float64 1.03-1.07x, 16-bit 0.95-1.09x;
     128x2048x7x7 -> 1x1 1.37-1.62x; windows of 196 elements (32 rows of accumulators),
     4x2048x28x28 -> 2x2 float64, 1.53x."""
-    parts = -(-4 * _threads() // max(rows, 1))
+    parts = -(-4 * threads // max(rows, 1))
     return max(min(c, kernels.CHANNEL_BLOCK), -(-c // parts))
 
 
@@ -994,13 +1008,13 @@ def _channel_blocks(gg, dims) -> bool:
     return _channels_adjacent(gg, dims[1]) and dims[3] * dims[4] <= _BLOCK_PLANE
 
 
-def _backward_block(c: int, slabs: int) -> int:
+def _backward_block(c: int, slabs: int, threads: int) -> int:
     """Planes a work item of the block backward takes (``slabs``: the ``(n, d)`` slabs of each
     plane): up to :data:`~adaptive_pool.cpu.avg_backward_blocks.BLOCK`, a multiple of
     ``LANES``, fewer where that leaves fewer than ``4 * threads`` work items."""
     lanes = kernels.LANES
     block = min(BLOCK, -(-c // lanes) * lanes)
-    while block > lanes and slabs * -(-c // block) < 4 * _threads():
+    while block > lanes and slabs * -(-c // block) < 4 * threads:
         block = max(lanes, block // 2 // lanes * lanes)
     return block
 
