@@ -334,8 +334,13 @@ def test_max_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
      ("max", (4, 16, 14, 14), (5, 5), ("max_pool_channels",) * 2, (64, 32)),
      ("avg", (16, 3, 32, 3), (1, None), ("avg_pool_lanewise",) * 2, (48, 8)),
      ("avg", (1, 32, 12, 12), (5, 5), ("avg_pool_lanewise",) * 2, (32, 8)),  # (at least 32)
+     # 128 planes: float64 in blocks of 64 (by item size)
+     ("avg", (8, 16, 3, 33), (1, 2), ("avg_pool_lanewise",) * 2, ({2: 128, 4: 128, 8: 64}, 64)),
      # the identity's rows: a copy, not 16 planes side by side (nor 8 on two threads)
-     ("max", (16, 76), (None,), ("max_pool_runs",) * 2, (16, 8))],
+     ("max", (16, 76), (None,), ("max_pool_runs",) * 2, (16, 8)),
+     # one block of 8 planes, upsampled: side by side on one thread, not on two
+     ("avg_backward", (1, 8, 30, 33), (36, 27),
+      ("avg_pool_backward_lanes", "avg_pool_backward"), None)],
 )
 def test_calling_thread_blocks(op, shape, out, kernels, blocks, dtype, knobs, launched,
                                monkeypatch):
@@ -349,23 +354,31 @@ def test_calling_thread_blocks(op, shape, out, kernels, blocks, dtype, knobs, la
     monkeypatch.setattr(backend, "_lanewise_block", lambda *a, **k: sizes.append(
         block(*a, **k)) or sizes[-1])
     x = _max_values(shape, seed=21).astype(dtype)
-    fn = getattr(ap, f"adaptive_{op}_pool{len(out)}d")
+    rank = len(out)
+    fn = getattr(ap, f"adaptive_{op[:3]}_pool{rank}d" + op[3:])
+    g = rand(shape[:-rank] + out, dtype, seed=23) if op == "avg_backward" else None
     got = []
     for serial in (True, False):
         knobs(_threads=lambda: 2, _SERIAL_WORK=1 << 15 if serial else 0)
         launched.clear()
         sizes.clear()
-        got.append(fn(x, out))
+        got.append(fn(g, x) if op == "avg_backward" else fn(x, out))
         assert set(launched) == {kernels[not serial]}
-        assert set(sizes) == {blocks[not serial]}
+        size = blocks[not serial] if blocks else None
+        size = size[x.itemsize] if isinstance(size, dict) else size
+        assert set(sizes) == ({size} if size else set())
     if op == "max":
-        want_y, want_i = ref.max_pool(x, out, len(out))
+        want_y, want_i = ref.max_pool(x, out, rank)
         np.testing.assert_array_equal(got[0][1], want_i)
         np.testing.assert_array_equal(ref.to_f64(got[0][0]), want_y)
-    else:
-        want = ref.avg_pool_in_order(x, out, len(out))
+    elif op == "avg":
+        want = ref.avg_pool_in_order(x, out, rank)
         np.testing.assert_array_equal(_bits(got[0]), _bits(want))
-    for a, b in zip(*(g if op == "max" else (g,) for g in got)):
+    elif dtype in (F32, F64):  # (16-bit results: the parallel launch's bits, below)
+        want = ref.avg_pool_backward(g, x.shape, rank, None)
+        rtol, atol = tol(dtype)
+        np.testing.assert_allclose(ref.to_f64(got[0]), want, rtol=rtol, atol=atol)
+    for a, b in zip(*(r if op == "max" else (r,) for r in got)):
         np.testing.assert_array_equal(_bits(a), _bits(b))
 
 

@@ -517,14 +517,14 @@ class CpuBackend:
         ))(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims, itemsize: int, short: bool = False) -> bool:
+    def _lanes(dims, itemsize: int, short: bool = False, threads: int | None = None) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
         (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are short
         (``short``: along rows, as the caller found; else fewer than :data:`_LANES_WINDOW`
         elements an output, or in float32 and 16 bits overlapping along h,
         :data:`_LANES_OVERLAP_PLANE`), their sums fit :data:`_LANES_SCRATCH` and every thread
-        has a block of planes."""
+        (``threads``: :func:`_launch_threads`, by default the pool's) has a block of planes."""
         n, c, d, h, w, _, oh, ow = dims
         if h * w <= _LANES_PLANE:
             return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
@@ -532,18 +532,19 @@ class CpuBackend:
             itemsize <= 4 and h * w <= _LANES_OVERLAP_PLANE and h % oh != 0
             and _LANES_OVERLAP_ROWS * oh >= h)
         sums = max(h, oh) * w * kernels.LANES * max(itemsize, 4)
-        threads = _threads()
+        threads = _threads() if threads is None else threads
         return (short and c >= kernels.LANES and sums * threads <= _LANES_SCRATCH
                 and n * -(-c // kernels.LANES) * d >= threads)
 
     @classmethod
-    def _short_rows(cls, dims, itemsize: int, skipna: bool) -> bool:
+    def _short_rows(cls, dims, itemsize: int, skipna: bool, threads: int | None = None) -> bool:
         """Whether windows along rows are short enough on average for the average backward to
         take 8 planes side by side (of 8 planes or more) rather than a row of windows at a
         time (:data:`_ROW_WINDOW_LANES`)."""
         c, w, ow = dims[1], dims[4], dims[7]
         limit = _ROW_WINDOW_LANES_SKIPNA if skipna else _ROW_WINDOW_LANES[itemsize]
-        return c >= kernels.LANES and w < limit * ow and cls._lanes(dims, itemsize, short=True)
+        return (c >= kernels.LANES and w < limit * ow
+                and cls._lanes(dims, itemsize, short=True, threads=threads))
 
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
@@ -588,7 +589,9 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, reads_x)
         tiled = _tiled_rows(tab, dims, geometries)
-        short = tiled and self._short_rows(dims, itemsize, reads_x)  # (8 planes side by side)
+        threads = _launch_threads(work)
+        # (8 planes side by side)
+        short = tiled and self._short_rows(dims, itemsize, reads_x, threads)
         runs = _run_windows(tab, dims, *geometries) or (tiled and not short)
         merged = None if runs else _window_runs(tab, dims, (gg,), geometries)
         if merged is not None and _tiled_rows(merged[1], merged[0], geometries) and (
@@ -617,7 +620,7 @@ class CpuBackend:
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        if short or self._lanes(dims, itemsize):
+        if short or self._lanes(dims, itemsize, threads=threads):
             # and deeper windows of d where the kernel counts from bit masks: rows of at most 64
             # at unit stride, planes that are runs in x and in the result (float32
             # 8x128x8x14x14 -> 3x5x5 took a count_valid pass first)
@@ -865,11 +868,12 @@ def _lanewise_block(
     :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
     into :data:`_WIDE_BAND` elements, side by side, and taken as the channels of a
     channels-last input, so that a window's bookkeeping serves them all; else ``LANES`` (the
-    max: none)."""
+    max: none). ``threads``: :func:`_launch_threads`, by default the pool's."""
     lanes = kernels.LANES
     # a block for every thread at least: each copies its planes once
     threads = _threads() if threads is None else threads
-    block = min(_WIDE_BLOCK, lanes * -(-c // (lanes * threads)),
+    wide = _SERIAL_FLOAT64 if storage.itemsize == 8 and threads == 1 else _WIDE_BLOCK
+    block = min(wide, lanes * -(-c // (lanes * threads)),
                 _WIDE_BAND // plane // lanes * lanes)
     least = _WIDE_MIN if least is None else least
     return block if block >= least and xg[5] == 1 and vector_runs(storage) else lanes
@@ -1313,6 +1317,11 @@ _PLANES_FIRST_PLANE = 4096
 #: Planes at most and at least in a work item of a forward that copies them side by side,
 #: and the elements their copy may take (:func:`_lanewise_block`).
 _WIDE_BLOCK = 128
+#: ... and of float64 planes in a launch on the calling thread (:func:`_launch_threads`):
+#: blocks of 128 such planes against the 64 that two threads' sizing gave them, 0.77x on
+#: 8x16x3x33 -> 1x2 (windows of 51 elements), 0.90x on 2x64x7x7 -> 3x3 (A/B, 2026-12-07, Zen
+#: 4); float32 and 16-bit planes took 128 as fast or faster.
+_SERIAL_FLOAT64 = 64
 _WIDE_MIN = 32
 _WIDE_BAND = 1 << 16
 
