@@ -334,8 +334,9 @@ def test_max_planes_side_by_side(shape, out, other, side_by_side, dtype, skipna,
      ("max", (4, 16, 14, 14), (5, 5), ("max_pool_channels",) * 2, (64, 32)),
      ("avg", (16, 3, 32, 3), (1, None), ("avg_pool_lanewise",) * 2, (48, 8)),
      ("avg", (1, 32, 12, 12), (5, 5), ("avg_pool_lanewise",) * 2, (32, 8)),  # (at least 32)
-     # 128 planes: float64 in blocks of 64 (by item size)
+     # 128 planes: float64 in blocks of 64 where windows are larger than 16 elements
      ("avg", (8, 16, 3, 33), (1, 2), ("avg_pool_lanewise",) * 2, ({2: 128, 4: 128, 8: 64}, 64)),
+     ("avg", (8, 64, 1, 1, 4), (1, 1, 5), ("avg_pool_lanewise",) * 2, (128, 128)),
      # the identity's rows: a copy, not 16 planes side by side (nor 8 on two threads)
      ("max", (16, 76), (None,), ("max_pool_runs",) * 2, (16, 8)),
      # one block of 8 planes, upsampled: side by side on one thread, not on two

@@ -397,7 +397,8 @@ class CpuBackend:
                 run(xf, xg, yf, yg, tab, dims, block, skip, nch)
         elif order == "lanewise":
             limit = _copied_band(dims, storage)
-            block = _lanewise_block(c, d * h * w, xg, storage, threads=_launch_threads(work))
+            block = _lanewise_block(c, d * h * w, xg, storage, None, _launch_threads(work),
+                                    _longest(d, od) * _longest(h, oh) * _longest(w, ow))
             if block > kernels.LANES:
                 limit = max(limit, block * d * h * w)  # (copied whole)
             # chunks of whole blocks of planes where there is one for every thread: a block
@@ -713,7 +714,8 @@ class CpuBackend:
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
                                 _ROW_WIDE_MIN if runs or d * h * w <= _MAX_FEW_PLANE
-                                else _WIDE_MIN, _launch_threads(work))
+                                else _WIDE_MIN, _launch_threads(work),
+                                _longest(d, od) * _longest(h, oh) * _longest(w, ow))
         # windows that are runs, a vectorised pass each, unless short enough that a pass costs
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
@@ -861,18 +863,21 @@ def _copied_band(dims, storage) -> int:
 
 
 def _lanewise_block(
-    c: int, plane: int, xg, storage, least: int | None = None, threads: int | None = None
+    c: int, plane: int, xg, storage, least: int | None = None, threads: int | None = None,
+    window: int = 0,
 ) -> int:
     """Planes a work item of the forwards of small C-order planes takes (the average's 8-plane
     order, the max on the channels-last kernel): from ``least`` (:data:`_WIDE_MIN`) to
     :data:`_WIDE_BLOCK` (a multiple of ``LANES``) where their unit-stride rows are copied whole
     into :data:`_WIDE_BAND` elements, side by side, and taken as the channels of a
     channels-last input, so that a window's bookkeeping serves them all; else ``LANES`` (the
-    max: none). ``threads``: :func:`_launch_threads`, by default the pool's."""
+    max: none). ``threads``: :func:`_launch_threads`, by default the pool's; ``window``: a
+    bound on a window's elements (:data:`_SERIAL_FLOAT64`)."""
     lanes = kernels.LANES
     # a block for every thread at least: each copies its planes once
     threads = _threads() if threads is None else threads
-    wide = _SERIAL_FLOAT64 if storage.itemsize == 8 and threads == 1 else _WIDE_BLOCK
+    large = storage.itemsize == 8 and threads == 1 and window > _SERIAL_FLOAT64_WINDOW
+    wide = _SERIAL_FLOAT64 if large else _WIDE_BLOCK
     block = min(wide, lanes * -(-c // (lanes * threads)),
                 _WIDE_BAND // plane // lanes * lanes)
     least = _WIDE_MIN if least is None else least
@@ -1317,11 +1322,14 @@ _PLANES_FIRST_PLANE = 4096
 #: Planes at most and at least in a work item of a forward that copies them side by side,
 #: and the elements their copy may take (:func:`_lanewise_block`).
 _WIDE_BLOCK = 128
-#: ... and of float64 planes in a launch on the calling thread (:func:`_launch_threads`):
-#: blocks of 128 such planes against the 64 that two threads' sizing gave them, 0.77x on
-#: 8x16x3x33 -> 1x2 (windows of 51 elements), 0.90x on 2x64x7x7 -> 3x3 (A/B, 2026-12-07, Zen
-#: 4); float32 and 16-bit planes took 128 as fast or faster.
+#: ... and of float64 planes in a launch on the calling thread (:func:`_launch_threads`)
+#: whose windows may hold more than :data:`_SERIAL_FLOAT64_WINDOW` elements (more of the 32
+#: lanes of sums in use): blocks of 128 against 64, 0.77x on 8x16x3x33 -> 1x2 (windows of 51
+#: elements); of smaller windows 64 against 128, 0.84x on 8x64x1x1x4 -> 1x1x5, 0.92x on
+#: 256x3x6 -> 1x5 (A/B, 2026-12-07, Zen 4). float32 and 16-bit planes took 128 as fast or
+#: faster.
 _SERIAL_FLOAT64 = 64
+_SERIAL_FLOAT64_WINDOW = 16
 _WIDE_MIN = 32
 _WIDE_BAND = 1 << 16
 
