@@ -398,7 +398,7 @@ class CpuBackend:
         elif order == "lanewise":
             limit = _copied_band(dims, storage)
             block = _lanewise_block(c, d * h * w, xg, storage, None, _launch_threads(work),
-                                    _longest(d, od) * _longest(h, oh) * _longest(w, ow))
+                                    _window_bound(dims))
             if block > kernels.LANES:
                 limit = max(limit, block * d * h * w)  # (copied whole)
             # chunks of whole blocks of planes where there is one for every thread: a block
@@ -426,7 +426,7 @@ class CpuBackend:
         sizes, not the tables."""
         n, c, d, h, w, od, oh, ow = dims
         itemsize = storage.itemsize
-        longest = _longest(d, od) * _longest(h, oh) * _longest(w, ow)
+        longest = _window_bound(dims)
         if _channels_adjacent(xg, c) and longest < 1 << 31:  # (int32 counts)
             return "channels"
         # rows and runs summed straight from storage (16-bit ones decoded in registers); the
@@ -591,8 +591,7 @@ class CpuBackend:
             return _bind(call, (run,), like, base, reads_x)
         tiled = _tiled_rows(tab, dims, geometries)
         threads = _launch_threads(work)
-        # (8 planes side by side)
-        short = tiled and self._short_rows(dims, itemsize, reads_x, threads)
+        short = tiled and self._short_rows(dims, itemsize, reads_x, threads)  # (8 planes)
         runs = _run_windows(tab, dims, *geometries) or (tiled and not short)
         merged = None if runs else _window_runs(tab, dims, (gg,), geometries)
         if merged is not None and _tiled_rows(merged[1], merged[0], geometries) and (
@@ -610,7 +609,7 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, reads_x)
         if not reads_x and _channel_blocks(gg, dims):
-            block = _backward_block(c, n * d, _launch_threads(work))
+            block = _backward_block(c, n * d, threads)
             run, serial = self._runner(kernels.avg_pool_backward_block, work)
             nch = self._chunks(n * -(-c // block) * d, serial)
 
@@ -634,7 +633,7 @@ class CpuBackend:
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
         else:
             slabs, rows = n * c * d, h
-            rpi = self._rows_per_item(slabs, rows, _launch_threads(work))
+            rpi = self._rows_per_item(slabs, rows, threads)
             # with whole-plane items, also deeper windows of d, each output plane counted once
             # (float32 4x64x16x56x56 -> 4x7x7 9.6-9.7 -> 8.2-8.5 ms)
             counting = counting or (reads_x and od < d and rpi == h)
@@ -714,8 +713,7 @@ class CpuBackend:
         pdims = _samples_as_channels(dims, xg, yg, jg)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
                                 _ROW_WIDE_MIN if runs or d * h * w <= _MAX_FEW_PLANE
-                                else _WIDE_MIN, _launch_threads(work),
-                                _longest(d, od) * _longest(h, oh) * _longest(w, ow))
+                                else _WIDE_MIN, _launch_threads(work), _window_bound(dims))
         # windows that are runs, a vectorised pass each, unless short enough that a pass costs
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
@@ -1228,6 +1226,12 @@ def _prefetched(dims, itemsize: int) -> bool:
 def _longest(i: int, o: int) -> int:
     """An upper bound of the longest window of an axis of ``i`` inputs and ``o`` outputs."""
     return min(i, -(-i // o) + 1)
+
+
+def _window_bound(dims) -> int:
+    """An upper bound of the elements of a window (:func:`_longest` of each axis)."""
+    _, _, d, h, w, od, oh, ow = dims
+    return _longest(d, od) * _longest(h, oh) * _longest(w, ow)
 
 
 #: Tests force one loop order of the average forward: "direct", "rowwise", "lanewise",
