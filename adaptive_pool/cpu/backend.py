@@ -101,12 +101,18 @@ def _threads() -> int:
     return _THREADS()
 
 
+def _serial(work: int) -> bool:
+    """Whether a launch touching ``work`` elements runs on the calling thread alone (below
+    :data:`_SERIAL_WORK`)."""
+    return work < _SERIAL_WORK
+
+
 def _launch_threads(work: int) -> int:
-    """The threads a launch touching ``work`` elements runs on: the calling thread alone below
-    :data:`_SERIAL_WORK` (:meth:`CpuBackend._runner`), else the pool's. Work is split into
-    blocks for that many threads: a launch on the calling thread takes its planes in blocks
-    as large as for one thread (blocks sized for two threads ran 1.1-1.5x slower there)."""
-    return 1 if work < _SERIAL_WORK else _threads()
+    """The threads a launch touching ``work`` elements runs on (:func:`_serial`, else the
+    pool's). Work is split into blocks for that many threads: a launch on the calling thread
+    takes its planes in blocks as large as for one thread (blocks sized for two threads ran
+    1.1-1.5x slower there)."""
+    return 1 if _serial(work) else _threads()
 
 
 def _bind(call, runs, like, baseline=None, skipna=False) -> Callable[..., object]:
@@ -307,7 +313,7 @@ class CpuBackend:
         ``partial(chunk, 0)``: waking the pool's sleeping threads costs more than it saves.
         Others are ``partial(self._launch, kernel, chunk)``. :func:`_bind` knows both forms.
         """
-        serial = work < _SERIAL_WORK
+        serial = _serial(work)
         run = self._runs.get((kernel, serial))
         if run is None:  # (kept: tiers tell launches apart by their runs)
             chunk = kernels.CHUNKS[kernel]
@@ -333,10 +339,10 @@ class CpuBackend:
             return result
 
     @staticmethod
-    def _rows_per_item(slabs: int, rows: int, threads: int | None = None) -> int:
+    def _rows_per_item(slabs: int, rows: int, threads: int) -> int:
         """Split each slab's rows into blocks so that there are work items for every thread
-        (``threads``: :func:`_launch_threads`, by default the pool's)."""
-        target = 8 * (_threads() if threads is None else threads)
+        (``threads``: :func:`_launch_threads`)."""
+        target = 8 * threads
         if slabs >= target:
             return max(rows, 1)
         blocks = min(rows, -(-target // max(slabs, 1)))
@@ -397,8 +403,8 @@ class CpuBackend:
                 run(xf, xg, yf, yg, tab, dims, block, skip, nch)
         elif order == "lanewise":
             limit = _copied_band(dims, storage)
-            block = _lanewise_block(c, d * h * w, xg, storage, None, _launch_threads(work),
-                                    _window_bound(dims))
+            block = _lanewise_block(c, d * h * w, xg, storage, threads=_launch_threads(work),
+                                    window=_window_bound(dims))
             if block > kernels.LANES:
                 limit = max(limit, block * d * h * w)  # (copied whole)
             # chunks of whole blocks of planes where there is one for every thread: a block
@@ -518,14 +524,14 @@ class CpuBackend:
         ))(gf, if_, xf)
 
     @staticmethod
-    def _lanes(dims, itemsize: int, short: bool = False, threads: int | None = None) -> bool:
+    def _lanes(dims, itemsize: int, threads: int, short: bool = False) -> bool:
         """Whether the average backward takes the 8-planes kernel: small planes of many
         channels (at most :data:`_LANES_PLANE` elements), or of 2 to 7
         (:data:`_FEW_LANES_PLANE`); larger planes of many channels where windows are short
         (``short``: along rows, as the caller found; else fewer than :data:`_LANES_WINDOW`
         elements an output, or in float32 and 16 bits overlapping along h,
         :data:`_LANES_OVERLAP_PLANE`), their sums fit :data:`_LANES_SCRATCH` and every thread
-        (``threads``: :func:`_launch_threads`, by default the pool's) has a block of planes."""
+        (``threads``: :func:`_launch_threads`) has a block of planes."""
         n, c, d, h, w, _, oh, ow = dims
         if h * w <= _LANES_PLANE:
             return c >= kernels.LANES or (c >= 2 and h * w <= _FEW_LANES_PLANE)
@@ -533,19 +539,18 @@ class CpuBackend:
             itemsize <= 4 and h * w <= _LANES_OVERLAP_PLANE and h % oh != 0
             and _LANES_OVERLAP_ROWS * oh >= h)
         sums = max(h, oh) * w * kernels.LANES * max(itemsize, 4)
-        threads = _threads() if threads is None else threads
         return (short and c >= kernels.LANES and sums * threads <= _LANES_SCRATCH
                 and n * -(-c // kernels.LANES) * d >= threads)
 
     @classmethod
-    def _short_rows(cls, dims, itemsize: int, skipna: bool, threads: int | None = None) -> bool:
+    def _short_rows(cls, dims, itemsize: int, skipna: bool, threads: int) -> bool:
         """Whether windows along rows are short enough on average for the average backward to
         take 8 planes side by side (of 8 planes or more) rather than a row of windows at a
         time (:data:`_ROW_WINDOW_LANES`)."""
         c, w, ow = dims[1], dims[4], dims[7]
         limit = _ROW_WINDOW_LANES_SKIPNA if skipna else _ROW_WINDOW_LANES[itemsize]
         return (c >= kernels.LANES and w < limit * ow
-                and cls._lanes(dims, itemsize, short=True, threads=threads))
+                and cls._lanes(dims, itemsize, threads, short=True))
 
     def prepare_avg_pool_backward(self, gg, ig, tab, dims, xg=None, like=None, itemsize=4):
         """:meth:`avg_pool_backward` as ``launch(gf, if_, xf)``: NaN-skipping where ``xg`` (the
@@ -620,7 +625,7 @@ class CpuBackend:
         # the gathers count windows one d deep themselves (``_one_deep``: a Dask block's tables
         # may have od == d with deeper windows, which keep their global extent)
         counting = reads_x and od == d and _one_deep(tab, dims)
-        if short or self._lanes(dims, itemsize, threads=threads):
+        if short or self._lanes(dims, itemsize, threads):
             # and deeper windows of d where the kernel counts from bit masks: rows of at most 64
             # at unit stride, planes that are runs in x and in the result (float32
             # 8x128x8x14x14 -> 3x5x5 took a count_valid pass first)
@@ -711,9 +716,10 @@ class CpuBackend:
             return _bind(call, (run,), like, base, skipna)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
         pdims = _samples_as_channels(dims, xg, yg, jg)
+        threads = _launch_threads(work)
         block = _lanewise_block(pdims[1], d * h * w, xg, storage,
                                 _ROW_WIDE_MIN if runs or d * h * w <= _MAX_FEW_PLANE
-                                else _WIDE_MIN, _launch_threads(work), _window_bound(dims))
+                                else _WIDE_MIN, threads, _window_bound(dims))
         # windows that are runs, a vectorised pass each, unless short enough that a pass costs
         # more to set up than 16 planes or more side by side (below) take to compare (each
         # axis of a run's window is whole or one element in d and h)
@@ -752,8 +758,7 @@ class CpuBackend:
 
             return _bind(call, (run,), like, base, skipna)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
-        rpi = min(self._rows_per_item(n * c * od, oh, _launch_threads(work)),
-                  max(1, _MAX_BLOCK // w * oh // h))
+        rpi = min(self._rows_per_item(n * c * od, oh, threads), max(1, _MAX_BLOCK // w * oh // h))
         # input rows of the largest block; one output row's window may be taken in parts
         _, _, _, _, sh, eh, _, _, _, _, _, _ = windows.axes_offsets(dims)
         first = np.arange(0, oh, rpi)
