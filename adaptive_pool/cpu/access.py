@@ -470,7 +470,11 @@ def borrow(typingctx, a):
     operations on the arrays' counts a row, which also wait for the row's stores to drain
     (NaN-skipping backward of 16x64x64x64 -> 9x11: 1.06x float32, 1.11x bfloat16 without
     them, Zen 4; the plain one the same). A view without a count (null meminfo) makes both a
-    test of a null pointer. Only for a view that dies before ``a`` does."""
+    test of a null pointer. Only for a view that dies before ``a`` does.
+
+    Every chunk function takes its array arguments so (its caller's references outlive the
+    call): each inlined helper that took one, and each slice, cost an atomic operation on its
+    count and another to drop it, 28 of the 82 a 4x4 average backward's chunk made."""
     if not isinstance(a, types.Array):
         return None
 

@@ -202,6 +202,7 @@ def _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh, h_first, h_last, 
 @numba.njit(**_BODY)
 def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward`."""
+    go, gi, tab, x, cnt = borrow(go), borrow(gi), borrow(tab), borrow(x), borrow(cnt)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
@@ -432,6 +433,7 @@ def _row_shares(dst, db, go, gb, gw, x, xb, ws, we, skip):
 @numba.njit(**_BODY)
 def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_runs`."""
+    go, gi, tab, x = borrow(go), borrow(gi), borrow(tab), borrow(x)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
@@ -515,6 +517,7 @@ def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetc
 @numba.njit(**_BODY)
 def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_columns`."""
+    go, gi, tab, x = borrow(go), borrow(gi), borrow(tab), borrow(x)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
@@ -668,6 +671,7 @@ def _store_lane_rows_impl(gi, ib, ioff, rows, buf, n):
 @numba.njit(**_BODY)
 def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_lanes`."""
+    go, gi, tab, x, cnt = borrow(go), borrow(gi), borrow(tab), borrow(x), borrow(cnt)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog

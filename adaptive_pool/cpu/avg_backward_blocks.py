@@ -18,7 +18,7 @@ from numba import prange
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .access import acc, decodes, get, scratch, store_row
+from .access import acc, borrow, decodes, get, scratch, store_row
 from .avg_backward import _planes_as_last_d, _sum_part_rows
 from .calls import call
 from .work import _BODY, _JIT, _chunk, _output_buffer, _step, _store_outputs, _unravel
@@ -67,6 +67,7 @@ def _store_rows(gi, ib, ic, ih_, iw_, src, P, nl, H, W):
 @numba.njit(**_BODY)
 def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_block`."""
+    go, gi, tab = borrow(go), borrow(gi), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog

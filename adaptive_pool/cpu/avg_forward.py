@@ -11,7 +11,8 @@ from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import (
-    NATIVE_MASKS, acc, decodes, enc, get, load_row, prefetch_to, put, scratch, store_row,
+    NATIVE_MASKS, acc, borrow, decodes, enc, get, load_row, prefetch_to, put, scratch,
+    store_row,
 )
 from .calls import call
 from .lanes import add_block, add_planes, rows_sum, run_sum, vector_runs
@@ -260,6 +261,7 @@ def _sum_rows_impl(x, b, nw, nh, hstep, nd, dstep, skip):
 @numba.njit(**_BODY)
 def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_direct`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, xc, xd, xh, xw = xg
@@ -342,6 +344,7 @@ def _add_row_windows(src, b, step, ws, we, lanes, pos, cnt, skip):
 @numba.njit(**_BODY)
 def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_rowwise`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, _, xd, xh, xw = xg
@@ -402,6 +405,7 @@ def _add_numbers_row(a, o, src, b, W, cnt, z):
 @numba.njit(**_BODY)
 def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_columns`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, xd, xh, xw = xg
     yw = yg[5]
@@ -594,6 +598,7 @@ def _channel_window(src, xb, xd, xh, xw, d0, d1, h0, h1, w0, w1, nc, P, a, cnt, 
 @numba.njit(**_BODY)
 def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_channels`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, _, xd, xh, xw = xg
@@ -694,6 +699,7 @@ _PREFETCHED_INPUT = 1 << 22
 @numba.njit(**_BODY)
 def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_lanewise`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, xc, xd, xh, xw = xg
@@ -866,6 +872,7 @@ def _run_buf_impl(x, n):
 @numba.njit(**_BODY)
 def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_runs`."""
+    x, y, tab = borrow(x), borrow(y), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, _ = xg

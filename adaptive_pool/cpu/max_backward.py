@@ -10,7 +10,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
-from .access import acc, dec, decodes, get, load_row, put, scratch, store_row
+from .access import acc, borrow, dec, decodes, get, load_row, put, scratch, store_row
 from .calls import call
 from .work import _BODY, _JIT, _chunk, _first_flagged, _step, _unravel
 
@@ -61,6 +61,7 @@ def _in_window_small(k, plane, H, W, mh, sh, mw, sw, d0, d1, h0, h1, w0, w1):
 def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
     """Chunk ``ch`` of :func:`first_bad_index`: flags ``bad[r]`` for its output rows and
     returns the C-order position of its first bad index, or -1."""
+    ind, tab, bad = borrow(ind), borrow(tab), borrow(bad)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     j0, jn, jc, jd, jh, jw = ig
@@ -109,6 +110,7 @@ def first_bad_index(at, ind, ig, tab, dims, bad, nchunk):
 @numba.njit(**_BODY)
 def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward`."""
+    go, ind, gi, tab = borrow(go), borrow(ind), borrow(gi), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
@@ -420,6 +422,8 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                   nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward_sparse`: returns the C-order position of its
     first bad index, or -1 (``bad`` is the kernel's, for the chunks' results)."""
+    go, ind, gi, bad = borrow(go), borrow(ind), borrow(gi), borrow(bad)
+    lo, nn = borrow(lo), borrow(nn)
     N, C, D, H, W, OD, OH, OW = dims
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig

@@ -9,7 +9,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .access import dec, key, key_nan
+from .access import borrow, dec, key, key_nan
 from .calls import call
 from .work import (
     LANES, OUTPUT_BUFFER, _BODY, _JIT, _forward_item, _chunk, _interleave_band, _step,
@@ -115,6 +115,7 @@ def _fold_rows(pk, pd, o, n, W, hh, first, qk, qr, zk):
 @numba.njit(**_BODY)
 def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool`, reading at most ``part`` input rows at a time."""
+    x, y, ind, tab = borrow(x), borrow(y), borrow(ind), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
@@ -305,6 +306,7 @@ def _run_argmax(x, b, n, skip):
 @numba.njit(**_BODY)
 def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_runs`."""
+    x, y, ind, tab = borrow(x), borrow(y), borrow(ind), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, _ = xg
@@ -431,6 +433,7 @@ def _channel_max_row(x, xb, xd, xh, xw, d0, d1, h0, h1, H, W, ws, we, nc, P, at,
 @numba.njit(**_BODY)
 def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, nchunk):
     """Chunk ``ch`` of :func:`max_pool_channels`."""
+    x, y, ind, tab = borrow(x), borrow(y), borrow(ind), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     _, _, _, _, _, _, _, _, sw, ew, _, _ = axes_layout(dims)
     _, _, xc, xd, xh, xw = xg

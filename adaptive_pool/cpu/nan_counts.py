@@ -9,7 +9,7 @@ import numpy as np
 from numba import prange
 
 from ..windows import axes_layout
-from .access import get
+from .access import borrow, get
 from .calls import call
 from .lanes import add_numbers, count_bits, count_ones, number_bits, number_word
 from .work import LANES, _BODY, _JIT, _chunk, _step, _unravel
@@ -130,6 +130,7 @@ def _count_row(x, xb, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we, spans, cnt, r0
 @numba.njit(**_BODY)
 def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     """Chunk ``ch`` of :func:`count_valid`."""
+    x, cnt, tab = borrow(x), borrow(cnt), borrow(tab)
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     x0, xn, xc, xd, xh, xw = xg
