@@ -55,8 +55,9 @@ def knobs(monkeypatch):
     """Set CPU backend tuning knobs for one test: ``knobs(_FORCE_ORDER="direct")``.
 
     Every launch of the test runs a parallel kernel in many chunks (small problems would
-    otherwise run as one chunk on the calling thread, others as one a thread), and prepared
-    calls, which bake the knobs in, are forgotten whenever a knob changes.
+    otherwise run as one chunk on the calling thread, others as one a thread, and prepared
+    calls of tiny ones the baseline kernels), and prepared calls, which bake the knobs in,
+    are forgotten whenever a knob changes.
     """
     import adaptive_pool as ap
     from adaptive_pool.cpu import backend
@@ -66,7 +67,7 @@ def knobs(monkeypatch):
             monkeypatch.setattr(backend, name, value)
         ap.clear_cache()
 
-    set_knobs(_SERIAL_WORK=0, _CHUNKS_PER_THREAD=32)
+    set_knobs(_SERIAL_WORK=0, _CHUNKS_PER_THREAD=32, _TINY_WORK=-1)
     yield set_knobs
     ap.clear_cache()
 

@@ -17,6 +17,7 @@ import pytest
 import adaptive_pool as ap
 import reference as ref
 from adaptive_pool import executors
+from adaptive_pool.cpu import backend
 from adaptive_pool.errors import (
     AdaptivePoolIndexError,
     AdaptivePoolTypeError,
@@ -75,6 +76,55 @@ def test_repeated_calls_match_the_long_path_and_the_reference(rank, shape, size,
     y, i = ref.max_pool(x, size, rank, skipna=skipna)
     np.testing.assert_array_equal(again[1].astype(np.float64), y)
     np.testing.assert_array_equal(again[2], i)
+
+
+#: problems of at most ``backend._TINY_WORK`` elements: batched and not, overlapping windows
+TINY_CASES = [
+    (1, (1, 1, 8), 4),
+    (1, (2, 9), 4),
+    (2, (1, 1, 4, 4), 2),
+    (2, (3, 4, 3), (2, None)),
+    (2, (1, 1, 3, 2), (5, 4)),
+    (3, (1, 1, 2, 4, 4), (1, 2, 2)),
+    (3, (2, 2, 3, 2), (2, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("rank, shape, size", TINY_CASES)
+def test_tiny_problems_give_the_tuned_kernels_bits(rank, shape, size, dtype, skipna,
+                                                   monkeypatch):
+    """Prepared calls of a few dozen elements run the baseline kernels from a packed plan
+    (``cpu.tiny``): the bits of the tuned kernels' prepared calls and of the long path."""
+    x = rand(shape, dtype)
+    if skipna:
+        x.reshape(-1)[::3] = np.nan
+    taken = []
+    is_tiny = backend._tiny
+
+    def spy(dims, like):
+        taken.append(is_tiny(dims, like))
+        return taken[-1]
+
+    monkeypatch.setattr(backend, "_tiny", spy)
+    ap.clear_cache()
+    _all_results(rank, x, size, skipna)
+    assert sum(taken) == 4  # the four operators' prepared calls
+    tiny = _all_results(rank, x, size, skipna)
+    monkeypatch.setattr(backend, "_TINY_WORK", -1)
+    ap.clear_cache()
+    _all_results(rank, x, size, skipna)
+    tuned = _all_results(rank, x, size, skipna)
+    long = _all_results(rank, _read_only(x), size, skipna)
+    for a, b, c in zip(tiny, tuned, long):
+        assert a.shape == c.shape and a.dtype == c.dtype
+        np.testing.assert_array_equal(bits(a), bits(b))
+        np.testing.assert_array_equal(bits(a), bits(c))
+    y, i = ref.max_pool(x, size, rank, skipna=skipna)
+    np.testing.assert_array_equal(tiny[1].astype(np.float64), y)
+    np.testing.assert_array_equal(tiny[2], i)
+    ap.clear_cache()
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
@@ -157,7 +207,9 @@ def test_skipna_must_still_be_a_bool():
         ap.adaptive_avg_pool2d(x, 2, skipna=1)
 
 
-@pytest.mark.parametrize("rank, shape, size", [(2, (1, 2, 6, 6), 3), (3, (2, 1, 3, 4, 4), 2)])
+@pytest.mark.parametrize("rank, shape, size", [
+    (2, (1, 2, 6, 6), 3), (3, (2, 1, 3, 4, 4), 2), (2, (1, 1, 4, 4), 2), (1, (1, 1, 8), 4),
+])
 def test_an_index_outside_its_window_still_raises(rank, shape, size):
     _, mx, _, mx_b = _ops(rank)
     x = rand(shape, np.float32)
@@ -198,7 +250,7 @@ _OTHER_LAYOUTS = {  # (a layout, whether it is a dense block: a prepared call of
 @pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("layout", list(_OTHER_LAYOUTS))
-@pytest.mark.parametrize("rank, shape, size", CASES)
+@pytest.mark.parametrize("rank, shape, size", CASES + [TINY_CASES[2], TINY_CASES[5]])
 def test_other_layouts_take_prepared_calls_of_their_own(rank, shape, size, layout, dtype,
                                                          skipna):
     """Operands that are dense blocks in another axis order (Fortran order, channels-last)

@@ -54,10 +54,11 @@ def call(typingctx, chunk, at, args):
 _ADDRESSES: dict[tuple, int] = {}
 
 
-def compiled(chunk, args: tuple):
+def compiled(chunk, args: tuple, index: bool = True):
     """``chunk``'s compile result for ``(int64, *args)`` (a chunk index, then a kernel's
-    arguments), compiled or loaded from Numba's cache now if it has none yet."""
-    sig = (types.int64, *map(numba.typeof, args))
+    arguments; ``args`` alone without ``index``), compiled or loaded from Numba's cache now if
+    it has none yet."""
+    sig = (types.int64,) * index + tuple(map(numba.typeof, args))
     result = chunk.overloads.get(sig)
     if result is None:
         chunk.compile(sig)
@@ -65,12 +66,12 @@ def compiled(chunk, args: tuple):
     return result
 
 
-def address(chunk, args: tuple) -> int:
+def address(chunk, args: tuple, index: bool = True) -> int:
     """The address of :func:`compiled`'s native code, which :func:`call` takes."""
-    key = (chunk, *map(_fingerprint, args))
+    key = (chunk, index, *map(_fingerprint, args))
     at = _ADDRESSES.get(key)
     if at is None:
-        result = compiled(chunk, args)
+        result = compiled(chunk, args, index)
         at = result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
         _ADDRESSES[key] = at
     return at

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import SUPPORTED, resolve_dtype
 from ..windows import build_tables
-from . import backend, kernels, tiers
+from . import backend, kernels, tiers, tiny
 from .backend import BACKEND
 
 __all__ = ["KERNELS", "INDEX_DTYPES", "warm", "kernel_names", "group_of"]
@@ -117,6 +117,27 @@ def _max_backward(dense: bool) -> Callable[[np.dtype, np.dtype], None]:
     return run
 
 
+#: The functions of tiny problems' prepared calls; the averages' take no indices.
+_TINY_TARGETS = (
+    "tiny.avg_pool", "tiny.max_pool", "tiny.avg_pool_backward", "tiny.max_pool_backward",
+)
+_NO_INDEX = {"tiny.avg_pool", "tiny.avg_pool_backward"}
+
+
+def _tiny(storage: np.dtype, index: np.dtype, skipna: bool) -> None:
+    """The prepared calls of tiny problems (:mod:`.tiny`): each operator's function and its
+    baseline kernel, through the backend's own prepare methods."""
+    _, tab, dims = _problem(storage, (1, 2, 2), (1, 1, 1))
+    xg, yg = (0, 4, 4, 4, 2, 1), (0, 1, 1, 1, 1, 1)
+    data, idx = np.empty(0, storage), np.empty(0, index)
+    for skip in (False, True)[: 1 + skipna]:
+        BACKEND.prepare_avg_pool(xg, yg, tab, dims, storage, skip, like=(data, data))
+        BACKEND.prepare_max_pool(xg, yg, yg, tab, dims, skip, like=(data, data, idx))
+        BACKEND.prepare_avg_pool_backward(yg, xg, tab, dims, xg if skip else None,
+                                          like=(data, data, data if skip else None))
+    BACKEND.prepare_max_pool_backward(yg, yg, xg, tab, dims, True, like=(data, idx, data))
+
+
 #: name -> (kernels it compiles, whether it depends on the index dtype, how to reach them),
 #: longest compile first (every dtype, two at a time, 2026-12-06, Zen 4: 75 s for the first
 #: two down to 13 s for avg_pool_runs), so that the last group to start is a short one
@@ -152,7 +173,15 @@ KERNELS: dict[str, tuple[tuple[str, ...], bool, Callable[[np.dtype, np.dtype], N
     ),
     "avg_pool_columns": (("avg_pool_columns",), False, _avg((1, 3, 3), (1, 1, 3), 1)),
     "avg_pool_runs": (("avg_pool_runs",), False, _avg((1, 3, 3), (1, 1, 1), 1)),
+    "tiny": (_TINY_TARGETS, True, _tiny),
 }
+
+
+def _dispatcher(target: str):
+    """A group's target by name: a kernel of :mod:`~adaptive_pool.cpu.kernels`, or
+    ``tiny.<name>`` of :mod:`~adaptive_pool.cpu.tiny`."""
+    module, _, name = target.rpartition(".")
+    return getattr(tiny if module else kernels, name)
 
 
 def group_of(dispatcher) -> str | None:
@@ -161,6 +190,8 @@ def group_of(dispatcher) -> str | None:
     if not _GROUPS:
         for name, (targets, _, _) in KERNELS.items():
             for target in targets:
+                if target in _TINY_TARGETS:
+                    continue  # (never tiered: compiled where a prepared call needs them)
                 kernel = getattr(kernels, target)
                 _GROUPS[kernel] = _GROUPS[kernels.CHUNKS[kernel]] = name
     return _GROUPS.get(dispatcher)
@@ -234,9 +265,9 @@ def _check(name: str, targets: list[str], spec, index: np.dtype, indexed: bool) 
     for target in targets:
         # the array dtypes that name this specialisation among the kernel's signatures
         want = {index} if target in _INDEX_ONLY else {spec.storage}
-        if indexed:
+        if indexed and target not in _NO_INDEX:
             want.add(index)
-        if not any(want <= _array_dtypes(sig) for sig in getattr(kernels, target).signatures):
+        if not any(want <= _array_dtypes(sig) for sig in _dispatcher(target).signatures):
             raise RuntimeError(f"warm-up {name!r} did not reach {target} for {spec.name}")
     return len(targets)
 
