@@ -14,7 +14,7 @@ from .. import windows
 from ..errors import AdaptivePoolTypeError, AdaptivePoolValueError
 from ..limits import host_memory_available
 from . import baseline, calls, kernels, relayout, results, tiers, tiny
-from .access import NATIVE_MASKS, SPLIT_512
+from .access import _CPU, NATIVE_MASKS, SPLIT_512
 from .avg_backward_blocks import BLOCK
 from .lanes import vector_runs
 
@@ -401,7 +401,7 @@ class CpuBackend:
 
         if order == "runs":
             nch = self._chunks(rows, serial)
-            prefetch = _prefetched(dims, storage.itemsize)
+            prefetch = _prefetched(dims, storage.itemsize, _PREFETCH_CACHED)
 
             def call(run, xf, yf):
                 run(xf, xg, yf, yg, tab, dims, skip, prefetch, nch)
@@ -1240,13 +1240,13 @@ def _sized_axes(tab: np.ndarray, dims, axes: int) -> bool:
     return all(_sized_axis(*axis) for axis in _axes(tab, dims)[:axes])
 
 
-def _prefetched(dims, itemsize: int) -> bool:
+def _prefetched(dims, itemsize: int, cached: bool = False) -> bool:
     """Whether the average's runs kernels prefetch the input ahead of its runs: 32- and 64-bit
-    inputs read from memory (larger than the last-level cache, :data:`_CACHED_INPUT`) whose
-    windows are short (:data:`_PREFETCHED_RUN`); the hardware's prefetcher follows longer
-    ones."""
+    inputs read from memory (larger than the last-level cache, :data:`_CACHED_INPUT`; with
+    ``cached`` any size) whose windows are short (:data:`_PREFETCHED_RUN`); the hardware's
+    prefetcher follows longer ones."""
     n, c, d, h, w, od, oh, ow = dims
-    big = n * c * d * h * w * itemsize > _CACHED_INPUT
+    big = cached or n * c * d * h * w * itemsize > _CACHED_INPUT
     short = d * h * w * itemsize <= _PREFETCHED_RUN * od * oh * ow
     return itemsize >= 4 and big and short
 
@@ -1480,6 +1480,17 @@ def _last_level_cache() -> int:
 #: 1.00-1.05x. From memory this VM's drift (1.9-3.2 ms for the same float64 128x2048x7x7 -> 1
 #: call) hid any difference, so larger inputs keep their prefetches.
 _CACHED_INPUT = _last_level_cache()
+
+#: Whether the average forward's runs kernel prefetches inputs that fit the last-level cache
+#: too. On the Zen 5 VM (2026-12-07, 2 threads, median us without / with, float32 and float64
+#: windows of 16, 49 and 999/50 elements) prefetches pay at every size: 0.92-0.97x the time
+#: in 1-16 MiB, 0.25-0.65x in 20-32 MiB, which behave as read from memory there (float32
+#: 32x256x1024 -> 64, 32 MiB, 1979 / 625; 32x256x28x28 -> (None, 1), 25.7 MB, 612 / 229;
+#: float64 64x512x7x7 -> 1, 12.8 MB, 93 / 74). The NaN-skipping backward's runs, which read x
+#: beside their stores, keep the rule: 1.02-1.06x the time on 6.4-33 MB global and 1-D
+#: windows, 0.51x on 25.7 MB of (None, 1). Zen 4 took 1.2-1.28x the time with them in its
+#: cache (above).
+_PREFETCH_CACHED = _CPU == "znver5"
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel (8
 #: planes of float32 sums: 28 KiB, within the L1 cache). On Zen 3, 1.4-2x on 7x7 and 14x14
