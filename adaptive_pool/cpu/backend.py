@@ -1590,8 +1590,8 @@ _ROW_WINDOW_LANES_SKIPNA = 4
 _SERIAL_WORK = 1 << 15
 
 #: Prepared calls of problems of at most this many elements (inputs and outputs) run the
-#: baseline kernels from a packed plan (:meth:`CpuBackend.prepare_tiny`). Against the tuned
-#: kernels' prepared calls (Zen 4, float32 / bfloat16 / float64): 1.15-1.8x faster at 20-80
+#: baseline kernels from a packed plan (:func:`_tiny`, :mod:`.tiny`). Against the tuned
+#: kernels' prepared calls (Zen 5, float32 / bfloat16 / float64): 1.15-1.8x faster at 20-80
 #: elements, the max backward even at 116 (1.00x) and slower at 180 (0.86x), the forwards
 #: even at about 220.
 _TINY_WORK = 128
