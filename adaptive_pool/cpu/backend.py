@@ -1487,9 +1487,8 @@ _CACHED_INPUT = _last_level_cache()
 #: in 1-16 MiB, 0.25-0.65x in 20-32 MiB, which behave as read from memory there (float32
 #: 32x256x1024 -> 64, 32 MiB, 1979 / 625; 32x256x28x28 -> (None, 1), 25.7 MB, 612 / 229;
 #: float64 64x512x7x7 -> 1, 12.8 MB, 93 / 74). The NaN-skipping backward's runs, which read x
-#: beside their stores, keep the rule: 1.02-1.06x the time on 6.4-33 MB global and 1-D
-#: windows, 0.51x on 25.7 MB of (None, 1). Zen 4 took 1.2-1.28x the time with them in its
-#: cache (above).
+#: beside their stores, keep the rule: 0.49-1.08x the time with no rule (performance.md,
+#: 2026-12-07). Zen 4 took 1.2-1.28x the time with them in its cache (above).
 _PREFETCH_CACHED = _CPU == "znver5"
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel (8
