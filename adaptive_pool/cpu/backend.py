@@ -623,7 +623,11 @@ class CpuBackend:
         if runs:
             run, serial = self._runner(kernels.avg_pool_backward_runs, work)
             nch = self._chunks(n * c * od * oh, serial)
-            prefetch = reads_x and _prefetched(dims, itemsize)
+            # (an item's run, as the kernel takes it: its window, or its row of windows)
+            item = (d // od) * (h // oh) * w if ow == 1 else w
+            prefetch = reads_x and _prefetched(
+                dims, itemsize, _PREFETCH_CACHED and item < _PREFETCHED_SHORT_RUN
+            )
 
             def call(run, gf, if_, xf):
                 run(gf, gg, if_, ig, tab, dims, xf if reads_x else gf, xg_, skip, prefetch, nch)
@@ -1487,9 +1491,17 @@ _CACHED_INPUT = _last_level_cache()
 #: in 1-16 MiB, 0.25-0.65x in 20-32 MiB, which behave as read from memory there (float32
 #: 32x256x1024 -> 64, 32 MiB, 1979 / 625; 32x256x28x28 -> (None, 1), 25.7 MB, 612 / 229;
 #: float64 64x512x7x7 -> 1, 12.8 MB, 93 / 74). The NaN-skipping backward's runs, which read x
-#: beside their stores, keep the rule: 0.49-1.08x the time with no rule (performance.md,
-#: 2026-12-07). Zen 4 took 1.2-1.28x the time with them in its cache (above).
+#: beside their stores, take them at any size for items shorter than
+#: :data:`_PREFETCHED_SHORT_RUN` only. Zen 4 took 1.2-1.28x the time with them in its cache
+#: (above).
 _PREFETCH_CACHED = _CPU == "znver5"
+
+#: Items (runs) of the NaN-skipping average backward shorter than this many elements read x
+#: with prefetches at any size on Zen 5. (None, 1) windows of float32 rows, 25-29 MB, us
+#: without / with: 16 elements 863 / 535, 24 1611 / 882, 28 1935 / 622, but 32 515 / 564, 40
+#: 843 / 901, 56 1107 / 1178; float64 rows of 8-20, 7-18 MB, 0.60-0.97x; 3-6 MB 0.87-0.93x.
+#: Longer items keep the rule (global windows of 49 0.91-1.05x, 1-D rows of 999 1.05-1.08x).
+_PREFETCHED_SHORT_RUN = 32
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel (8
 #: planes of float32 sums: 28 KiB, within the L1 cache). On Zen 3, 1.4-2x on 7x7 and 14x14
