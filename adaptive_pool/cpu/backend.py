@@ -382,7 +382,7 @@ class CpuBackend:
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         if _tiny(dims, like):
             args = (like[0], xg, like[1], yg, tab, dims, skip)
-            return tiny.launch(tiny.avg_pool, baseline.avg_pool, args, (skip,), like)
+            return tiny.launch(tiny.avg_pool, args, like)
         dims = _samples_as_channels(dims, xg, yg)
         work = _touched(dims)
         order = _FORCE_ORDER or self._avg_order(storage, xg, dims, sized_windows, skipna)
@@ -583,8 +583,7 @@ class CpuBackend:
             skip = kernels.SKIPNA if reads_x else kernels.PLAIN
             args = (like[0], gg, like[1], ig, tab, dims, like[2 if reads_x else 0],
                     xg if reads_x else gg, skip)
-            return tiny.launch(tiny.avg_pool_backward, baseline.avg_pool_backward, args,
-                               (skip,), like)
+            return tiny.launch(tiny.avg_pool_backward, args, like)
         geometries = (ig, xg) if reads_x else (ig,)
         dims = _samples_as_channels(dims, gg, *geometries)
         n, c, d, h, w, od, oh, ow = dims
@@ -717,7 +716,7 @@ class CpuBackend:
         skip = kernels.SKIPNA if skipna else kernels.PLAIN
         if _tiny(dims, like):
             args = (like[0], xg, like[1], yg, like[2], jg, tab, dims, skip)
-            return tiny.launch(tiny.max_pool, baseline.max_pool, args, (skip,), like)
+            return tiny.launch(tiny.max_pool, args, like)
         storage = like[0].dtype if like is not None else storage
         itemsize = storage.itemsize
         dims, tab = _identity_rows(tab, dims, xg, yg, jg)
@@ -824,8 +823,7 @@ class CpuBackend:
         (``like``: see :func:`_bind`; ``itemsize``: the result's element size)."""
         if _tiny(dims, like):
             args = (like[0], gg, like[1], jg, like[2], ig, tab, dims)
-            return tiny.launch(tiny.max_pool_backward, baseline.max_pool_backward, args, (),
-                               like)
+            return tiny.launch(tiny.max_pool_backward, args, like)
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
 

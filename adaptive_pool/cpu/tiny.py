@@ -22,25 +22,27 @@ import numpy as np
 from . import baseline
 from .access import borrow
 from .calls import address, call, compiled
+from .work import _BODY
 
 __all__ = ["avg_pool", "avg_pool_backward", "launch", "max_pool", "max_pool_backward"]
-
-_TINY = dict(nogil=True, cache=True, error_model="numpy")
 
 #: Entries before the window table in a plan: address, dims, three geometries.
 _HEAD = 1 + 8 + 3 * 6
 
 
-def launch(f, kernel, args: tuple, lead: tuple, like: tuple) -> Callable[..., object]:
-    """``partial(f, plan, *lead)``, bound to ``f``'s compiled code for arrays of the types of
-    ``like``: ``f`` then runs ``kernel(*args)`` on the arrays it is given, from a plan of the
-    kernel's address, ``dims``, the geometries (``args``' tuples of six ints, in their order)
-    and the window table ``tab``."""
+def launch(f, args: tuple, like: tuple) -> Callable[..., object]:
+    """``partial(f, plan[, skip])``, bound to ``f``'s compiled code for arrays of the types of
+    ``like``: ``f`` then runs its baseline kernel (:mod:`.baseline`'s function of the same
+    name) as ``kernel(*args)`` would on the arrays it is given, from a plan of the kernel's
+    address, ``dims``, the geometries (``args``' tuples of six ints, in their order) and the
+    window table ``tab`` (``args`` named by the kernel's parameters)."""
+    kernel = getattr(baseline, f.__name__)
     named = dict(zip(kernel.py_func.__code__.co_varnames, args))
     geometries = [a for a in args if isinstance(a, tuple) and len(a) == 6]
     head = [address(kernel, args, index=False), *named["dims"]]
     head += [v for g in geometries + [(0,) * 6] * (3 - len(geometries)) for v in g]
     p = np.concatenate([np.array(head, np.int64), named["tab"]])
+    lead = (named["skip"],) if "skip" in named else ()
     return partial(compiled(f, (p, *lead, *like), index=False).entry_point, p, *lead)
 
 
@@ -58,7 +60,7 @@ def _geometry(p, k):
 # (each takes ``p`` without a reference count: the prepared call that hands it over holds it)
 
 
-@numba.njit(**_TINY)
+@numba.njit(**_BODY)
 def avg_pool(p, skip, x, y):
     """:func:`~adaptive_pool.cpu.baseline.avg_pool` of ``x`` into ``y``."""
     p = borrow(p)
@@ -66,7 +68,7 @@ def avg_pool(p, skip, x, y):
          (x, _geometry(p, 0), y, _geometry(p, 1), p[_HEAD:], _dims(p), skip))
 
 
-@numba.njit(**_TINY)
+@numba.njit(**_BODY)
 def max_pool(p, skip, x, y, ind):
     """:func:`~adaptive_pool.cpu.baseline.max_pool` of ``x`` into ``y`` and ``ind``."""
     p = borrow(p)
@@ -75,22 +77,19 @@ def max_pool(p, skip, x, y, ind):
           skip))
 
 
-@numba.njit(**_TINY)
+@numba.njit(**_BODY)
 def avg_pool_backward(p, skip, go, gi, x):
     """:func:`~adaptive_pool.cpu.baseline.avg_pool_backward` of ``go`` into ``gi``; ``x``
     (None where not read) for its NaN with ``skip``."""
     p = borrow(p)
-    if x is None:  # (the kernel reads its x argument with skip only)
-        call(baseline.avg_pool_backward, p[0],
-             (go, _geometry(p, 0), gi, _geometry(p, 1), p[_HEAD:], _dims(p), go,
-              _geometry(p, 0), skip))
-    else:
-        call(baseline.avg_pool_backward, p[0],
-             (go, _geometry(p, 0), gi, _geometry(p, 1), p[_HEAD:], _dims(p), x,
-              _geometry(p, 2), skip))
+    if x is None:  # (the kernel reads its x argument with skip only: the gradients stand in)
+        x = go
+    call(baseline.avg_pool_backward, p[0],
+         (go, _geometry(p, 0), gi, _geometry(p, 1), p[_HEAD:], _dims(p), x, _geometry(p, 2),
+          skip))
 
 
-@numba.njit(**_TINY)
+@numba.njit(**_BODY)
 def max_pool_backward(p, go, ind, gi):
     """:func:`~adaptive_pool.cpu.baseline.max_pool_backward`: the C-order position of the
     first index outside its window (``gi`` untouched), else -1."""
