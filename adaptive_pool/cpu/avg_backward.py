@@ -11,7 +11,7 @@ from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import (
-    acc, borrow, decodes, enc, get, load_row, prefetch_to, put, scratch, store_numbers,
+    acc, borrow, decodes, enc, get, keep, load_row, prefetch_to, put, scratch, store_numbers,
     store_row,
 )
 from .calls import call
@@ -20,7 +20,7 @@ from .lanes import (
     run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
-from .work import LANES, _BODY, _JIT, _chunk, _step, _stream, _unravel
+from .work import LANES, _BODY, _JIT, _chunk, _item_outputs, _step, _stream, _unravel
 
 
 #: The 8-planes backward stores a block of planes as one run (``seq`` in
@@ -209,10 +209,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     i0, in_, ic, id_, ih_, iw_ = gig
     nblk = (H + rows_per_item - 1) // rows_per_item
     it_lo, it_hi = _chunk(ch, nchunk, N * C * D * nblk)
-    part = scratch(go, W)
-    g = scratch(go, OW)
-    row = scratch(go, W)
-    rowd = scratch(go, W)
+    g, row, rowd = scratch(go, OW), scratch(go, W), scratch(go, W)
     x0, xn, xc, xd, xh, xw = xg
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
@@ -237,7 +234,6 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     spread = 16 <= W and OW < W and _in_order(ws, we, W)
     col = np.zeros(W if fused else 0, np.int32)
     spans = _word_spans(ws, we, W, fused)
-    lc = spans[0][:0]  # empty, without an allocation of its own (grown where counts are kept)
     # rows at unit stride, items holding every row of their windows (for ``depth`` slabs):
     # each row's numbers as bit words, the windows counted from the words,
     # and the rows stored where their bits are set (x read once, no counts in memory; float32
@@ -247,6 +243,18 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     words = np.empty(R * ((W + 63) // 64) if fused and xw == 1 and iw_ == 1
                      and R * ((W + 63) // 64) <= WORDS_LIMIT else 0, np.int64)
     erow = np.empty(W if words.size and decodes(gi) else 0, gi.dtype)
+    # the partial rows and the counts sized once for any item: grown in the loop, they took an
+    # atomic count and dropped one every item, and so did each scratch array an inlined helper
+    # took (a third of bfloat16 32x256x56x56 -> 7x7's NaN-skipping call, one thread, Zen 5);
+    # the views without counts below do not. (``part`` and ``lc`` keep theirs: as views, the
+    # float32 8x64x224x224 -> 6x6 NaN-skipping call took 1.15x as long)
+    planes, nh_most = _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item)
+    part = scratch(go, planes * nh_most * W)
+    lc = np.empty(lring * nh_most * OW if fused else 0, np.int64)
+    owners = (g, row, rowd, col, spans, words, erow)
+    g, row, rowd, col, words, erow = borrow(g), borrow(row), borrow(rowd), borrow(col), borrow(
+        words), borrow(erow)
+    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
     # prefetched an item ahead as in _avg_runs_chunk where a fused count reads whole items
     # of at most PREFETCH_ITEM bytes (float32 4x64x16x56x56 -> 4x7x7 4.8 -> 4.1 ms,
@@ -274,12 +282,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         if nblk > 1 or it == it_lo or d == 0:  # (items of rows count their own windows)
             od_next, d_next = od0, tab[sd + od0]
         if not (nblk == 1 and it > it_lo and _planes_as_last_d(tab, ld, hd, d)):
-            need = (od1 - od0) * nh * W
-            if part.size < need:
-                part = scratch(go, need)
             if fused:
-                if lc.size < lring * nh * OW:
-                    lc = np.empty(lring * nh * OW, np.int64)
                 xp = x0 + n * xn + c * xc
                 for od in range(max(od_next, od0), od1):
                     lb = (od % lring) * nh * OW
@@ -350,7 +353,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         pb = x0 + (((n * C + c) * D + d) * H + 1 + (h_last - h_first) * depth) * W
         if skip is not None:  # (a branch numba prunes from the plain specialisation)
             if bitrows:
-                pf = _store_words(gi, ib, ih_, borrow(part), borrow(row), rowd, W, tab, lh, hh,
+                pf = _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh,
                                   h_first, h_last, oh0, nh, od1 - od0, OH, words,
                                   (d % depth) * (h_last - h_first) - h_first, R, erow, x, pf, pb,
                                   end)
@@ -361,10 +364,10 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             b = ib + h * ih_
             q0 = (lo - oh0) * W
             if od1 - od0 == 1 and hi - lo == 1:
-                src, so = borrow(part), q0
+                src, so = part, q0
             else:
                 _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
-                src, so = borrow(row), 0
+                src, so = row, 0
             if skip is None:
                 store_row(gi, b, iw_, W, src, so)
             else:  # NaN inputs get +0.0
@@ -376,6 +379,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
                 store_numbers(gi, b, iw_, W, src, so, x,
                               x0 + n * xn + c * xc + d * xd + h * xh, xw)
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+    keep(owners)
 
 
 @numba.njit(**_JIT)
@@ -681,7 +685,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     plane_run = iw_ == 1 and ih_ == W  # each plane's rows (per d) are one run of memory
     it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
     gv = scratch(go, OW * LANES)
-    part = scratch(go, OH * WL)
+    part = scratch(go, _item_outputs(tab, ld, hd, lh, hh, D, H, H)[0] * OH * WL)
     rows = scratch(go, H * WL)
     rowd = scratch(go, WL)
     # 16-bit results: rows encoded before they are stored (all of them where planes are runs)
@@ -732,12 +736,28 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     bits = np.empty(depth * H * LANES if x_bits else 0, np.int64)
     words = np.empty(((H * W + 63) // 64 + 1) * LANES if x_bits else 0, np.int64)
     spans = _word_spans(ws, we, W, x_bits or x_count)
-    wbits = spans[2]  # (read where x_bits: rows of at most 64)
     z = acc(go, 0)
     z_enc = enc(gi, z)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
+    # views without counts (access.keep): 1.05-1.17x on 14x14 -> 5x5, plain or NaN-skipping
+    owners = (gv, part, rows, rowd, enc_rows, lane, ioff, cl, xl, boff, blk, okv, colc, colp,
+              lcnt, cw, cwt, bits, words, spans)
+    gv, part, rows, rowd, enc_rows = borrow(gv), borrow(part), borrow(rows), borrow(rowd), borrow(
+        enc_rows)
+    lane, ioff, cl, xl, boff = borrow(lane), borrow(ioff), borrow(cl), borrow(xl), borrow(boff)
+    blk, okv, colc, colp, lcnt = borrow(blk), borrow(okv), borrow(colc), borrow(colp), borrow(lcnt)
+    cw, cwt, bits, words = borrow(cw), borrow(cwt), borrow(bits), borrow(words)
+    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
+    wbits = spans[2]  # (read where x_bits: rows of at most 64)
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
+    # with skipna, C-order blocks of 8 small planes (at most SEQ_BLOCK elements, 2-D) read x
+    # as one stream: prefetched an item ahead (one thread, float32 64x512x14x14 -> 5x5
+    # 1.11-1.15x, 64x512x10x10 -> 3x3 1.22-1.42x, 128x1024x7x7 -> 3x3 1.11-1.27x, bfloat16
+    # 1.13-1.25x, Zen 5; blocks of 28x28 planes took 1.01-1.11x as long so)
+    pf = x0 + n * xn + cb * LANES * xc
+    pf_end = x0 + N * C * H * W if (x_run and D == 1 and xc == H * W and (N == 1 or xn == C * H * W)
+                                    and LANES * H * W <= SEQ_BLOCK) else 0
     for it in range(it_lo, it_hi):
         c0 = cb * LANES
         nl = min(LANES, C - c0)
@@ -747,6 +767,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             xl[l] = min(l, nl - 1) * xc
         xv = x0 + n * xn + c0 * xc
         xb = xv + d * xd
+        pf = prefetch_to(x, pf, xb + LANES * H * W, pf_end, LANES * H * W * x.itemsize)
         if skip is not None and mask:
             for h in range(H):
                 for w in range(W):
@@ -786,8 +807,6 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                         # 8x64x100 -> 300's call)
                         for ow in range(OW):
                             sum_blocks(cw, (oh * OW + ow) * LANES, colc, ws[ow], we[ow])
-            if part.size < (od1 - od0) * OH * WL:
-                part = scratch(go, (od1 - od0) * OH * WL)
             gb = g0 + n * gn + c0 * gc
             for od in range(od0, od1):
                 vd = tab[ed + od] - tab[sd + od]
@@ -858,6 +877,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
                 else:
                     _scatter_lanes(gi, ib + h * ih_, ic, iw_, W, nl, row)
         _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
+    keep(owners)
 
 
 @numba.njit(**_JIT)

@@ -18,10 +18,12 @@ from numba import prange
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .access import acc, borrow, decodes, get, scratch, store_row
+from .access import acc, borrow, decodes, get, keep, scratch, store_row
 from .avg_backward import _planes_as_last_d, _sum_part_rows
 from .calls import call
-from .work import _BODY, _JIT, _chunk, _output_buffer, _step, _store_outputs, _unravel
+from .work import (
+    _BODY, _JIT, _chunk, _item_outputs, _output_buffer, _step, _store_outputs, _unravel,
+)
 
 __all__ = ["BLOCK", "avg_pool_backward_block"]
 
@@ -79,10 +81,12 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     gv = scratch(go, OW * P)  # an output row's shares
     for k in range(gv.size):
         gv[k] = 0  # (lanes past a last block's planes hold numbers, never stored)
-    part = scratch(go, OH * WP)
+    part = scratch(go, _item_outputs(tab, ld, hd, lh, hh, D, H, H)[0] * OH * WP)
     rowd = scratch(go, WP)
     rows = scratch(go, _output_buffer(H * W, P))  # (padded for the transposes' loads)
     buf = np.empty(rows.size if decodes(gi) else 0, gi.dtype)
+    owners = (gv, part, rowd, rows, buf)  # views without counts (access.keep)
+    gv, part, rowd, rows, buf = borrow(gv), borrow(part), borrow(rowd), borrow(rows), borrow(buf)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
@@ -92,8 +96,6 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
         od0, od1 = tab[ld + d], tab[hd + d]
         # a d in the same output planes as the last item's takes its partial rows as they are
         if not (it > it_lo and _planes_as_last_d(tab, ld, hd, d)):
-            if part.size < (od1 - od0) * OH * WP:
-                part = scratch(go, (od1 - od0) * OH * WP)
             gb = g0 + n * gn + c0 * gc
             for od in range(od0, od1):
                 vd = tab[ed + od] - tab[sd + od]
@@ -124,6 +126,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
         _store_planes(gi, i0 + n * in_ + c0 * ic + d * id_, ic, ih_, iw_, rows, buf, P, nl, H,
                       W)
         _, d, cb, n = _step(0, d, cb, n, 1, D, CB)
+    keep(owners)
 
 
 @numba.njit(**_JIT)

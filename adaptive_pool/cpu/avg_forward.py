@@ -11,7 +11,7 @@ from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import (
-    NATIVE_MASKS, acc, borrow, decodes, enc, get, load_row, prefetch_to, put, scratch,
+    NATIVE_MASKS, acc, borrow, decodes, enc, get, keep, load_row, prefetch_to, put, scratch,
     store_row,
 )
 from .calls import call
@@ -19,6 +19,7 @@ from .lanes import add_block, add_planes, rows_sum, run_sum, vector_runs
 from .work import (
     LANES, OUTPUT_BUFFER, RUN_OUTPUTS, SUM_LANES, _BODY, _JIT, _forward_item, _chunk,
     _interleave_band, _output_buffer, _plane_offsets, _step, _store_outputs, _stream, _unravel,
+    _window_extent,
 )
 
 
@@ -271,8 +272,11 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     we = tab[ew : ew + OW]
     s = scratch(x, OW)
     lanes = scratch(x, SUM_LANES)
-    band = scratch(x, 0)
     in_place = _rows_in_place(x) and xw == 1
+    depth, height = _window_extent(tab, dims)
+    band = scratch(x, depth * height * W if decodes(x) and not in_place else 0)
+    owners = (s, lanes, band)  # views without counts (access.keep)
+    s, lanes, band = borrow(s), borrow(lanes), borrow(band)
     # a C-contiguous input is read in memory order: prefetched as one stream
     end = _contiguous_end(xg, dims) if in_place else 0
     pf = 0
@@ -288,9 +292,6 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 t, k = _sum_rows(x, b + w0, nw, nh, xh, nd, xd, skip)
                 s[ow] = _mean(x, t, k)
         else:
-            need = (d1 - d0) * (h1 - h0) * W
-            if decodes(x) and band.size < need:
-                band = scratch(x, need)
             bx, bb, _, bd, bh, bw, e0, e1, f0, f1 = _band(
                 x, xb, xc, 1, xd, xh, xw, d0, d1, h0, h1, W, band
             )
@@ -301,6 +302,7 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 s[ow] = _mean(x, t, k)
         store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+    keep(owners)
 
 
 @numba.njit(**_JIT)
@@ -357,6 +359,8 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     pos = np.empty(OW, np.int64)
     cnt = np.empty(OW, np.int64)
     s = scratch(x, OW)
+    owners = (row, lanes, pos, cnt, s)  # views without counts (access.keep)
+    row, lanes, pos, cnt, s = borrow(row), borrow(lanes), borrow(pos), borrow(cnt), borrow(s)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, _ = _forward_item(tab, dims, xg, yg, 1, oh, od, c, n)
@@ -380,6 +384,7 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
             s[ow] = _mean(x, la[0], cnt[ow])
         store_row(y, yb, yw, OW, s, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+    keep(owners)
 
 
 @numba.njit(**_JIT)
@@ -417,6 +422,8 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     # 1.35-1.49 -> 0.82-0.96 (int64 counts and a copy of each row before)
     row = scratch(x, W if decodes(x) or (skip is not None and xw != 1) else 0)
     cnt = np.zeros(W if skip is not None else 0, np.int32)
+    owners = (a, row, cnt)  # views without counts (access.keep)
+    a, row, cnt = borrow(a), borrow(row), borrow(cnt)
     z = acc(x, 0)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
@@ -454,6 +461,7 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 a[w] = _mean(x, a[w], vdh)
         store_row(y, yb, yw, W, a, 0)
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
+    keep(owners)
 
 
 @numba.njit(**_JIT)
@@ -611,6 +619,8 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     o = np.empty(_output_buffer(g, P), x.dtype)
     eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
     at = np.empty(24, np.int64)  # and those of eight of its lanes
+    owners = (a, cnt, o, eo, at)  # views without counts (access.keep)
+    a, cnt, o, eo, at = borrow(a), borrow(cnt), borrow(o), borrow(eo), borrow(at)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -631,6 +641,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
             elif k == g - 1 or ow == OW - 1:
                 _store_outputs(y, yb, yc, yw, o, P, nc, ow - k, k + 1)
         cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
+    keep(owners)
 
 
 @numba.njit(inline="always")
@@ -722,9 +733,17 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
     eo = np.empty(2 * SUM_LANES if wide else 0, np.int64)
     at = np.empty(24 if wide else 0, np.int64)
     poff = np.empty(LANES, np.int64)
-    band = scratch(x, 0)
     # copies of unit-stride rows are interleaved (the block's planes' elements side by side)
     inter = _rows_in_place(x) and xw == 1
+    # the largest copy an item makes: whole planes (the last block's fewest), or a window's
+    # band where not float64
+    depth, height = _window_extent(tab, dims)
+    band = scratch(x, P * W * max(D * H if (C - (CB - 1) * P) * D * H * W <= band_limit else 0,
+                                  depth * height if _narrow(x) else 0))
+    owners = (a, cnt, o, eo, at, poff, band)  # views without counts (access.keep)
+    a, cnt, o, eo, at, poff = borrow(a), borrow(cnt), borrow(o), borrow(eo), borrow(at), borrow(
+        poff)
+    band = borrow(band)
     # inputs of a few MiB, likely in the cache already, are not prefetched
     big = N * C * D * H * W * x.itemsize > _PREFETCHED_INPUT
     end = _contiguous_end(xg, dims) if big else 0
@@ -738,9 +757,6 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
         whole = nl * D * H * W <= band_limit
         copy = whole or _narrow(x)
         bd0, bd1, bh0, bh1 = (0, D, 0, H) if whole else (d0, d1, h0, h1)
-        need = (P if inter else nl) * (bd1 - bd0) * (bh1 - bh0) * W
-        if copy and band.size < need:
-            band = scratch(x, need)
         blk = n * CB + cb
         ndec = 0 if whole and blk == last else nl
         last = blk if whole else -1
@@ -795,6 +811,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
                     t = _mean(x, a[p], cnt[p] if skip is not None else vol)
                     put(y, yb + p * yc + ow * yw, t)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
+    keep(owners)
 
 
 @numba.njit(**_JIT)

@@ -10,9 +10,9 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
-from .access import acc, borrow, dec, decodes, get, load_row, put, scratch, store_row
+from .access import acc, borrow, dec, decodes, get, keep, load_row, put, scratch, store_row
 from .calls import call
-from .work import _BODY, _JIT, _chunk, _first_flagged, _step, _unravel
+from .work import _BODY, _JIT, _chunk, _first_flagged, _item_outputs, _step, _unravel
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
@@ -122,7 +122,11 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
     blkbuf = scratch(go, rows_per_item * W)
     for k in range(blkbuf.size):
         blkbuf[k] = 0
-    hits = np.empty(64, np.int64)  # the block's touched elements, to clear it again
+    # the block's touched elements, to clear it again: at most one an output it meets
+    planes, rows = _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item)
+    hits = np.empty(planes * rows * OW, np.int64)
+    owners = (blkbuf, hits)  # (views without counts: see access.keep)
+    blkbuf, hits = borrow(blkbuf), borrow(hits)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for _ in range(it_lo, it_hi):
         h_first = blk * rows_per_item
@@ -140,13 +144,6 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
                     k = np.int64(ind[np.uint64(jr + ow * jw)]) - k0
                     if 0 <= k < nk:
                         blkbuf[np.uint64(k)] += get(go, gr + ow * gw)
-                        if nhit == hits.size:
-                            # element by element: a slice copy here fails Numba's array
-                            # analysis once the buffer has grown twice (a SystemError)
-                            grown = np.empty(2 * nhit, np.int64)
-                            for t in range(nhit):
-                                grown[t] = hits[t]
-                            hits = grown
                         hits[nhit] = k
                         nhit += 1
         ib = i0 + n * in_ + c * ic + (d * id_ + h_first * ih_)
@@ -158,6 +155,7 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
         for t in range(nhit):
             blkbuf[np.uint64(hits[t])] = 0
         blk, d, c, n = _step(blk, d, c, n, nblk, D, C)
+    keep(owners)
 
 
 @numba.njit(**_JIT)
@@ -470,6 +468,10 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     whole = summed and not chain and 8 * m >= plane
     # windows of one element, the identity: every element written, output q's (checked) at q
     identity = disjoint and m == plane
+    # views without counts (see access.keep): each group's calls and slices took atomic counts
+    owners = (j_runs, g_runs, keys, run, gv, sums)
+    j_runs, g_runs, keys, run, gv, sums = borrow(j_runs), borrow(g_runs), borrow(keys), borrow(
+        run), borrow(gv), borrow(sums)
     found = np.int64(-1)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
     p = p_lo
@@ -537,6 +539,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
         c += B  # (n, c) of the next group, dividing only where it wraps
         if c >= C:
             n, c = n + c // C, c % C
+    keep(owners)
     return found
 
 

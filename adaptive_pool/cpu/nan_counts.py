@@ -9,10 +9,10 @@ import numpy as np
 from numba import prange
 
 from ..windows import axes_layout
-from .access import borrow, get
+from .access import borrow, get, keep
 from .calls import call
 from .lanes import add_numbers, count_bits, count_ones, number_bits, number_word
-from .work import LANES, _BODY, _JIT, _chunk, _step, _unravel
+from .work import LANES, _BODY, _JIT, _chunk, _step, _unravel, _window_extent
 
 
 #: The most bit words (8 bytes each) a work item of the NaN-skipping row gather keeps for its
@@ -140,9 +140,13 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     col = np.zeros(0 if planes else W, np.int32)
-    bits = np.empty(0, np.int64)
+    depth, height = _window_extent(tab, dims)
+    bits = np.empty(depth * height * LANES if planes else 0, np.int64)
     cw = np.empty(LANES, np.int32)
     spans = _word_spans(ws, we, W, True)
+    owners = (col, bits, cw, spans)  # views without counts (access.keep)
+    col, bits, cw = borrow(col), borrow(bits), borrow(cw)
+    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
     wbits = spans[2]  # (planes: rows of at most 64)
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
@@ -151,8 +155,6 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
             c0 = cb * LANES
             nl = min(LANES, C - c0)
             rows = (d1 - d0) * (h1 - h0)
-            if bits.size < rows * LANES:
-                bits = np.empty(rows * LANES, np.int64)
             xb = x0 + n * xn + c0 * xc
             k = 0
             for d in range(d0, d1):
@@ -170,6 +172,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
             _count_row(x, x0 + n * xn + cb * xc, xd, xh, xw, d0, d1, h0, h1, W, col, ws, we,
                        spans, cnt, (((n * C + cb) * OD + od) * OH + oh) * OW)
         oh, od, cb, n = _step(oh, od, cb, n, OH, OD, CB)
+    keep(owners)
 
 
 @numba.njit(**_JIT)

@@ -89,6 +89,33 @@ RUN_OUTPUTS = 4
 
 
 @numba.njit(inline="always")
+def _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item):
+    """``(planes, rows)``: the most output planes one input slab lies in, and the most output
+    rows a block of ``rows_per_item`` input rows does: a gather's scratch for one work item,
+    sized once (an array assigned again in a kernel's loop took an atomic count and dropped
+    one every item, :func:`~adaptive_pool.cpu.access.borrow`)."""
+    planes = rows = 1
+    for d in range(D):
+        planes = max(planes, tab[hd + d] - tab[ld + d])
+    for h0 in range(0, H, rows_per_item):
+        rows = max(rows, tab[hh + min(H, h0 + rows_per_item) - 1] - tab[lh + h0])
+    return planes, rows
+
+
+@numba.njit(inline="always")
+def _window_extent(tab, dims):
+    """``(depth, height)``: the deepest and the tallest window's extents, for scratch holding
+    any window's band of rows, sized once (see :func:`_item_outputs`)."""
+    sd, ed, _, _, sh, eh, _, _, _, _, _, _ = axes_layout(dims)
+    depth = height = 1
+    for od in range(dims[5]):
+        depth = max(depth, tab[ed + od] - tab[sd + od])
+    for oh in range(dims[6]):
+        height = max(height, tab[eh + oh] - tab[sh + oh])
+    return depth, height
+
+
+@numba.njit(inline="always")
 def _output_buffer(g, P):
     """The elements of a buffer of ``g`` outputs of ``P`` channels side by side
     (:func:`_store_outputs`): rows up to a multiple of ``PLANES`` and ``PLANES`` more, so that
