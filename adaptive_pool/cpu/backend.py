@@ -488,9 +488,14 @@ class CpuBackend:
         # summed in registers with skipna (every dtype), and on Zen 4 (SPLIT_512) 0.38-1.02x
         # in float32 and 16 bits, in float64 0.34-0.95x for small windows of small planes
         # (_PLANES_FIRST_WINDOW) but up to 2.4x for larger ones; Zen 5 took the rows in
-        # 0.4-1.0x the planes' time (_ROWS_WIDTH; performance-kernels.md, 2026-12-04)
+        # 0.4-1.0x the planes' time in float32 (_ROWS_WIDTH; performance-kernels.md,
+        # 2026-12-04), but 1.2-2.6x in 16 bits, decoded row by row (us, bfloat16, direct /
+        # planes: 32x256x56x56 -> 7x7 5065 / 2535, 32x256x1024 -> 64 1389 / 621, 16x64x64x64
+        # -> 8x8 817 / 413, 8x64x112x112 -> 7x7 508 / 427; float16 the same; 2026-12-07)
         small = longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE
-        planes_first = lanewise and (skipna or (SPLIT_512 and (itemsize != 8 or small)))
+        planes_first = lanewise and (
+            skipna or itemsize == 2 or (SPLIT_512 and (itemsize != 8 or small))
+        )
         # windows deeper than one plane: their bands do not follow each other for the direct
         # order's prefetch stream (2x64x32x224x224 -> 2x14x14 float32 73 ms, row by row 42),
         # but where the 8-plane order would read float64 planes in place, gathering, rows in
@@ -625,7 +630,8 @@ class CpuBackend:
             # (an item's run, as the kernel takes it: its window, or its row of windows)
             item = (d // od) * (h // oh) * w if ow == 1 else w
             prefetch = reads_x and _prefetched(
-                dims, itemsize, _PREFETCH_CACHED and item < _PREFETCHED_SHORT_RUN
+                dims, itemsize, _PREFETCH_CACHED and (item < _PREFETCHED_SHORT_RUN or itemsize == 2),
+                narrow=_PREFETCH_CACHED,
             )
 
             def call(run, gf, if_, xf):
@@ -1242,15 +1248,15 @@ def _sized_axes(tab: np.ndarray, dims, axes: int) -> bool:
     return all(_sized_axis(*axis) for axis in _axes(tab, dims)[:axes])
 
 
-def _prefetched(dims, itemsize: int, cached: bool = False) -> bool:
+def _prefetched(dims, itemsize: int, cached: bool = False, narrow: bool = False) -> bool:
     """Whether the average's runs kernels prefetch the input ahead of its runs: 32- and 64-bit
-    inputs read from memory (larger than the last-level cache, :data:`_CACHED_INPUT`; with
-    ``cached`` any size) whose windows are short (:data:`_PREFETCHED_RUN`); the hardware's
-    prefetcher follows longer ones."""
+    inputs (16-bit ones too with ``narrow``) read from memory (larger than the last-level
+    cache, :data:`_CACHED_INPUT`; with ``cached`` any size) whose windows are short
+    (:data:`_PREFETCHED_RUN`); the hardware's prefetcher follows longer ones."""
     n, c, d, h, w, od, oh, ow = dims
     big = cached or n * c * d * h * w * itemsize > _CACHED_INPUT
     short = d * h * w * itemsize <= _PREFETCHED_RUN * od * oh * ow
-    return itemsize >= 4 and big and short
+    return (itemsize >= 4 or narrow) and big and short
 
 
 def _longest(i: int, o: int) -> int:
@@ -1499,6 +1505,10 @@ _PREFETCH_CACHED = _CPU == "znver5"
 #: without / with: 16 elements 863 / 535, 24 1611 / 882, 28 1935 / 622, but 32 515 / 564, 40
 #: 843 / 901, 56 1107 / 1178; float64 rows of 8-20, 7-18 MB, 0.60-0.97x; 3-6 MB 0.87-0.93x.
 #: Longer items keep the rule (global windows of 49 0.91-1.05x, 1-D rows of 999 1.05-1.08x).
+#: 16-bit inputs' short windows (:data:`_PREFETCHED_RUN`) prefetch at any size on Zen 5:
+#: bfloat16, 2 threads, us without / with: 32x256x1024 -> 64 (16.8 MB) 2317 / 1111, 16x512x999
+#: -> 50 2405 / 1269, 32x256x28x28 -> (None, 1) 1376 / 589, 128x2048x7x7 -> 1 1139 / 946,
+#: 2-8 MB 0.89-0.94x; global windows of 49 in 3-13 MB 1.01-1.05x; windows of 4096 0.99-1.05x.
 _PREFETCHED_SHORT_RUN = 32
 
 #: Average backward planes (per d) of at most this many elements take the lane kernel (8
