@@ -246,8 +246,9 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     # the partial rows and the counts sized once for any item: grown in the loop, they took an
     # atomic count and dropped one every item, and so did each scratch array an inlined helper
     # took (a third of bfloat16 32x256x56x56 -> 7x7's NaN-skipping call, one thread, Zen 5);
-    # the views without counts below do not. (``part`` and ``lc`` keep theirs: as views, the
-    # float32 8x64x224x224 -> 6x6 NaN-skipping call took 1.15x as long)
+    # the views without counts below do not. ``part`` and ``lc`` keep theirs (as such views,
+    # the float32 8x64x224x224 -> 6x6 NaN-skipping call took 1.15x as long), ``part`` lent as
+    # one where a variable takes it or ``row`` row by row
     planes, nh_most = _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item)
     part = scratch(go, planes * nh_most * W)
     lc = np.empty(lring * nh_most * OW if fused else 0, np.int64)
@@ -353,7 +354,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
         pb = x0 + (((n * C + c) * D + d) * H + 1 + (h_last - h_first) * depth) * W
         if skip is not None:  # (a branch numba prunes from the plain specialisation)
             if bitrows:
-                pf = _store_words(gi, ib, ih_, part, row, rowd, W, tab, lh, hh,
+                pf = _store_words(gi, ib, ih_, borrow(part), row, rowd, W, tab, lh, hh,
                                   h_first, h_last, oh0, nh, od1 - od0, OH, words,
                                   (d % depth) * (h_last - h_first) - h_first, R, erow, x, pf, pb,
                                   end)
@@ -364,7 +365,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
             b = ib + h * ih_
             q0 = (lo - oh0) * W
             if od1 - od0 == 1 and hi - lo == 1:
-                src, so = part, q0
+                src, so = borrow(part), q0
             else:
                 _sum_part_rows(part, od1 - od0, nh, lo - oh0, hi - lo, W, row, rowd)
                 src, so = row, 0
