@@ -512,9 +512,9 @@ class CpuBackend:
         if lanewise:
             return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
-            if SPLIT_512 and itemsize != 8:  # (see _ROWWISE_CACHED)
+            if (SPLIT_512 or itemsize == 2) and itemsize != 8:  # (see _ROWWISE_CACHED)
                 cached = n * c * d * h * w * itemsize <= _ROWWISE_CACHED * _CACHED_INPUT
-                if itemsize == 4 and cached:
+                if SPLIT_512 and itemsize == 4 and cached:
                     return "direct"
                 if c >= kernels.LANES:
                     return "lanewise"
@@ -1290,7 +1290,12 @@ _ROWWISE_WIDTH = 16
 #: -> 3x3, 16x64x64x64 -> 2x2, 2x64x224x224 -> 6x6, 1x128x112x153 -> 1x2; 35 MB 0.80x), larger
 #: ones 0.71x on 8 planes side by side (8x64x224x224 -> 6x6, 103 MB; window by window
 #: 1.39x), and 16-bit inputs of 8 planes or more 0.44-0.65x on 8 planes side by side, in and
-#: out of the cache (the same shapes; bfloat16 8x64x224x224 -> 6x6 4.53 -> 2.08 ms).
+#: out of the cache (the same shapes; bfloat16 8x64x224x224 -> 6x6 4.53 -> 2.08 ms). 16-bit
+#: inputs of 8 planes or more take 8 planes side by side on Zen 5 too (us, bfloat16 plain and
+#: skipna, row by row / 8 planes: 8x64x224x224 -> 6x6 3194 / 1685, 3735 / 1953, -> 4x4 2010 /
+#: 1697, 4x64x100x100 -> 2x2 266 / 146, 1x16x224x224 -> 6x6 99 / 53, 2x8x512x512 -> 8x8 259
+#: / 246; float16 the same; 2026-12-07). float32 there kept the rows: 8 planes side by side
+#: took 0.70-1.5x their time (plain), 0.55-1.16x with skipna.
 _ROWWISE_CACHED = 1.5
 
 #: Average windows one plane deep whose rows of unit stride are at least this wide on average
