@@ -1077,14 +1077,19 @@ def _sparse_group(m: int, plane: int, itemsize: int, disjoint: bool) -> int:
 
 
 def _sparse_work(planes: int, m: int, plane: int, itemsize: int) -> int:
-    """A sparse max backward's work against :data:`_SERIAL_WORK`: 4 an output (its index
-    check and its addition), 1/8 a byte of the result (zeroed by ``memset``). Counted as
+    """A sparse max backward's work against :data:`_SERIAL_WORK`: 4/3 an output (its index
+    check and its addition), 1/24 a byte of the result (zeroed by ``memset``). Counted as
     elements touched, calls of a few thousand outputs into planes of a few thousand elements
     went to the pool, whose wake-up and barrier cost more than they saved (A/B, calling thread
     against two threads, Zen 4): 1x64x20x20 -> 5x5 float32 and bfloat16 2.1x, 2x8x64x64 -> 4x4
     float16 1.5x, 1x32x32x32 -> 8x8 float32 1.2x and float16 1.4x, 4x16x28x28 -> 7x7 float16
-    1.09-1.26x and bfloat16 1.18-1.77x."""
-    return planes * (4 * m + plane * itemsize // 8)
+    1.09-1.26x and bfloat16 1.18-1.77x. With 4 and 1/8 (Zen 5, us, calling thread / two
+    threads still spinning): 4x16x28x28 -> 7x7 float32 4.4 / 7.0, float64 5.6 / 7.5, 512x14
+    -> 14 2.8 / 6.5, 1x256x559 -> 11 6.4 / 8.1, 8x16x28x28 -> 7x7 6.9 / 8.8, 16-bit
+    8x16x35x60 -> 1x9 6.4 / 7.9; even near 100k of those units (16x16x28x28 -> 7x7 float16
+    10.8 / 10.5, float64 8x16x28x28 -> 7x7 9.9 / 9.4), the pool ahead from 130k (float32
+    4x64x32x32 -> 8x8 16.8 / 13.1)."""
+    return planes * (4 * m + plane * itemsize // 8) // 3
 
 
 def _touched(dims, row_work: int = _ROW_WORK) -> int:
