@@ -275,6 +275,7 @@ def test_skipna_mode_runs(capsys):
     assert status == 0
     out = capsys.readouterr().out
     assert "avg2d_backward float32" in out and "geometric mean" in out
+    assert out.startswith("adaptive_pool bench skipna, ") and " commit " in out.splitlines()[0]
     # the backward beside a copy of x: what reading x and writing a result costs alone
     backward = next(line for line in out.splitlines() if "avg2d_backward" in line)
     assert len(backward.split()) == 3 + 5 and "copy x" in out

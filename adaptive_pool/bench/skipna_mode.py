@@ -17,8 +17,10 @@ traffic, not the kernel, stands in the way of the target.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
+import os
 import statistics
 import time
 from typing import Any, Callable
@@ -28,6 +30,7 @@ import numpy as np
 from .. import functional
 from ..cpu import tiers
 from ..dtypes import bfloat16
+from .cli import _commit
 from .side_ours import copy_kernel
 from .suite import DTYPES, Shape, parse_shape, suite
 
@@ -108,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows, ratios, failures = [], [], 0
     above, bound = 0, 0  # cases above the target; those whose copy of x alone is above it
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"adaptive_pool bench skipna, {now}, commit {_commit() or 'unknown'}, "
+          f"{os.cpu_count()} CPUs (copy x: a copy of x into an array of its size, same threads)")
     print(f"{'case':<42} {'plain':>10} {'skipna':>10} {'ratio':>7} {'copy x':>10} {'skip/copy':>9}")
     for shape in shapes:
         for dtype in dtypes:
