@@ -14,8 +14,9 @@ is stored as uint16, bfloat16 as int16) and inline to the shared codecs:
 * ``decodes(a)``: whether ``a`` holds 16-bit patterns (a compile-time constant);
 * ``key(a, v)`` / ``key_nan(a)``: integers ordered like the stored values (max pooling);
 * ``prefetch_to(a, pf, upto, end)``: ask for cache lines ahead of a stream's reads;
-* ``borrow(a)``: a view that holds no reference (no atomic counts where a loop reassigns it);
-  ``keep(owners)``: the last use of the arrays such views were made from.
+* ``borrow(a)``: a view that holds no reference (no atomic counts where a loop reassigns it;
+  a tuple's views for a tuple); ``keep(owners)``: the last use of the arrays such views were
+  made from.
 
 Flat indices are never negative (a flat view starts at the lowest address it spans), so they
 are cast to unsigned: numba then skips its negative-index wraparound, which otherwise blocks
@@ -475,16 +476,33 @@ def borrow(typingctx, a):
 
     Every chunk function takes its array arguments so (its caller's references outlive the
     call): each inlined helper that took one, and each slice, cost an atomic operation on its
-    count and another to drop it, 28 of the 82 a 4x4 average backward's chunk made."""
-    if not isinstance(a, types.Array):
+    count and another to drop it, 28 of the 82 a 4x4 average backward's chunk made.
+
+    ``a`` may be a tuple (of arrays and such tuples): the tuple of their views, so that a
+    function's scratch is borrowed in one line from the tuple that :func:`keep` keeps."""
+    if not _borrowable(a):
         return None
 
     def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, value=args[0])
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        return ary._getvalue()
+        return _uncounted(context, builder, signature.args[0], args[0])
 
     return a(a), codegen
+
+
+def _borrowable(t) -> bool:
+    return isinstance(t, types.Array) or (
+        isinstance(t, types.BaseTuple) and all(map(_borrowable, t.types)))
+
+
+def _uncounted(context, builder, ty, value):
+    """``value`` of type ``ty`` with every array's meminfo null (:func:`borrow`)."""
+    if isinstance(ty, types.Array):
+        ary = context.make_array(ty)(context, builder, value=value)
+        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+        return ary._getvalue()
+    return context.make_tuple(builder, ty, [
+        _uncounted(context, builder, t, builder.extract_value(value, i))
+        for i, t in enumerate(ty.types)])
 
 
 @intrinsic

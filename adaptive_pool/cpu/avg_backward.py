@@ -20,7 +20,9 @@ from .lanes import (
     run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
-from .work import LANES, _BODY, _JIT, _chunk, _item_outputs, _step, _stream, _unravel
+from .work import (
+    LANES, _BODY, _JIT, _chunk, _item_outputs, _step, _stream, _unravel, _window_extent,
+)
 
 
 #: The 8-planes backward stores a block of planes as one run (``seq`` in
@@ -38,16 +40,15 @@ PREFETCH_ITEM = 64 << 10
 
 
 @numba.njit(inline="always")
-def _rings(tab, sd, ed, ld, hd, OD, D, on):
+def _rings(tab, dims, on):
     """``(depth, planes)``: the slabs of the deepest window of d and the most output planes a
     slab lies in (1 and 1 unless ``on``), the slabs' bit words and the planes' counts that a
     gather counting windows of d deeper than one keeps (a ring of each)."""
-    depth = planes = 1
-    for od in range(OD if on else 0):
-        depth = max(depth, tab[ed + od] - tab[sd + od])
-    for d in range(D if on else 0):
-        planes = max(planes, tab[hd + d] - tab[ld + d])
-    return depth, planes
+    if not on:
+        return 1, 1
+    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
+    H = dims[3]
+    return _window_extent(tab, dims)[0], _item_outputs(tab, ld, hd, lh, hh, dims[2], H, H)[0]
 
 
 @numba.njit(inline="always")
@@ -223,7 +224,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     # deepest window's). Overlapping windows of d are counted once too (float32
     # 1x16x64x64x64 -> 7x9x11 took a count_valid pass first)
     fused = skip is not None and cnt.size == 0
-    depth, lring = _rings(tab, sd, ed, ld, hd, OD, D, fused and nblk == 1)
+    depth, lring = _rings(tab, dims, fused and nblk == 1)
     od_next = d_next = 0
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
@@ -253,9 +254,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     part = scratch(go, planes * nh_most * W)
     lc = np.empty(lring * nh_most * OW if fused else 0, np.int64)
     owners = (g, row, rowd, col, spans, words, erow)
-    g, row, rowd, col, words, erow = borrow(g), borrow(row), borrow(rowd), borrow(col), borrow(
-        words), borrow(erow)
-    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
+    g, row, rowd, col, spans, words, erow = borrow(owners)
     # with skipna, x is read: in C order the items read it as one stream (rows, planes),
     # prefetched an item ahead as in _avg_runs_chunk where a fused count reads whole items
     # of at most PREFETCH_ITEM bytes (float32 4x64x16x56x56 -> 4x7x7 4.8 -> 4.1 ms,
@@ -730,7 +729,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # windows deeper than one (bit counts only): each output plane's counted once, at the first
     # slab that needs them, as in _avg_backward_chunk (``lring`` planes of counts kept, the
     # bits of ``depth`` slabs)
-    depth, lring = _rings(tab, sd, ed, ld, hd, OD, D, x_bits)
+    depth, lring = _rings(tab, dims, x_bits)
     od_next = d_next = 0
     cw = np.empty(lring * OH * OW * LANES if fused else 0, np.int32)
     cwt = np.empty(OH * OW * LANES if depth > 1 else 0, np.int32)
@@ -744,12 +743,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # views without counts (access.keep): 1.05-1.17x on 14x14 -> 5x5, plain or NaN-skipping
     owners = (gv, part, rows, rowd, enc_rows, lane, ioff, cl, xl, boff, blk, okv, colc, colp,
               lcnt, cw, cwt, bits, words, spans)
-    gv, part, rows, rowd, enc_rows = borrow(gv), borrow(part), borrow(rows), borrow(rowd), borrow(
-        enc_rows)
-    lane, ioff, cl, xl, boff = borrow(lane), borrow(ioff), borrow(cl), borrow(xl), borrow(boff)
-    blk, okv, colc, colp, lcnt = borrow(blk), borrow(okv), borrow(colc), borrow(colp), borrow(lcnt)
-    cw, cwt, bits, words = borrow(cw), borrow(cwt), borrow(bits), borrow(words)
-    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
+    (gv, part, rows, rowd, enc_rows, lane, ioff, cl, xl, boff, blk, okv, colc, colp, lcnt, cw,
+     cwt, bits, words, spans) = borrow(owners)
     wbits = spans[2]  # (read where x_bits: rows of at most 64)
     _, d, cb, n = _unravel(it_lo, 1, D, CB)
     # with skipna, C-order blocks of 8 small planes (at most SEQ_BLOCK elements, 2-D) read x

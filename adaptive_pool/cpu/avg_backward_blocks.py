@@ -86,7 +86,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     rows = scratch(go, _output_buffer(H * W, P))  # (padded for the transposes' loads)
     buf = np.empty(rows.size if decodes(gi) else 0, gi.dtype)
     owners = (gv, part, rowd, rows, buf)  # views without counts (access.keep)
-    gv, part, rowd, rows, buf = borrow(gv), borrow(part), borrow(rowd), borrow(rows), borrow(buf)
+    gv, part, rowd, rows, buf = borrow(owners)
     wl = tab[lw : lw + W]
     wh = tab[hw : hw + W]
     _, d, cb, n = _unravel(it_lo, 1, D, CB)

@@ -276,7 +276,7 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     depth, height = _window_extent(tab, dims)
     band = scratch(x, depth * height * W if decodes(x) and not in_place else 0)
     owners = (s, lanes, band)  # views without counts (access.keep)
-    s, lanes, band = borrow(s), borrow(lanes), borrow(band)
+    s, lanes, band = borrow(owners)
     # a C-contiguous input is read in memory order: prefetched as one stream
     end = _contiguous_end(xg, dims) if in_place else 0
     pf = 0
@@ -360,7 +360,7 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     cnt = np.empty(OW, np.int64)
     s = scratch(x, OW)
     owners = (row, lanes, pos, cnt, s)  # views without counts (access.keep)
-    row, lanes, pos, cnt, s = borrow(row), borrow(lanes), borrow(pos), borrow(cnt), borrow(s)
+    row, lanes, pos, cnt, s = borrow(owners)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1, _, xb, yb, vdh, _ = _forward_item(tab, dims, xg, yg, 1, oh, od, c, n)
@@ -423,7 +423,7 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     row = scratch(x, W if decodes(x) or (skip is not None and xw != 1) else 0)
     cnt = np.zeros(W if skip is not None else 0, np.int32)
     owners = (a, row, cnt)  # views without counts (access.keep)
-    a, row, cnt = borrow(a), borrow(row), borrow(cnt)
+    a, row, cnt = borrow(owners)
     z = acc(x, 0)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
@@ -620,7 +620,7 @@ def _avg_channels_chunk(ch, x, xg, y, yg, tab, dims, block, skip, nchunk):
     eo = np.empty(2 * SUM_LANES, np.int64)  # a window's elements (_channel_eight)
     at = np.empty(24, np.int64)  # and those of eight of its lanes
     owners = (a, cnt, o, eo, at)  # views without counts (access.keep)
-    a, cnt, o, eo, at = borrow(a), borrow(cnt), borrow(o), borrow(eo), borrow(at)
+    a, cnt, o, eo, at = borrow(owners)
     ws = tab[sw : sw + OW]
     we = tab[ew : ew + OW]
     r_lo, r_hi = _chunk(ch, nchunk, N * OD * OH * CB)
@@ -741,9 +741,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
     band = scratch(x, P * W * max(D * H if (C - (CB - 1) * P) * D * H * W <= band_limit else 0,
                                   depth * height if _narrow(x) else 0))
     owners = (a, cnt, o, eo, at, poff, band)  # views without counts (access.keep)
-    a, cnt, o, eo, at, poff = borrow(a), borrow(cnt), borrow(o), borrow(eo), borrow(at), borrow(
-        poff)
-    band = borrow(band)
+    a, cnt, o, eo, at, poff, band = borrow(owners)
     # inputs of a few MiB, likely in the cache already, are not prefetched
     big = N * C * D * H * W * x.itemsize > _PREFETCHED_INPUT
     end = _contiguous_end(xg, dims) if big else 0

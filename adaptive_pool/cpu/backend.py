@@ -512,12 +512,12 @@ class CpuBackend:
         if lanewise:
             return "lanewise"
         if w >= _ROWWISE_WIDTH * ow or (itemsize == 2 and band > _DECODED_BAND):
-            if (SPLIT_512 or itemsize == 2) and itemsize != 8:  # (see _ROWWISE_CACHED)
-                cached = n * c * d * h * w * itemsize <= _ROWWISE_CACHED * _CACHED_INPUT
-                if SPLIT_512 and itemsize == 4 and cached:
-                    return "direct"
-                if c >= kernels.LANES:
-                    return "lanewise"
+            # (see _ROWWISE_CACHED)
+            if SPLIT_512 and itemsize == 4 and (
+                    n * c * d * h * w * itemsize <= _ROWWISE_CACHED * _CACHED_INPUT):
+                return "direct"
+            if (itemsize == 2 or (SPLIT_512 and itemsize == 4)) and c >= kernels.LANES:
+                return "lanewise"
             return "rowwise"  # (a long 16-bit band: row by row, not decoded whole)
         return "direct"
 
@@ -629,10 +629,8 @@ class CpuBackend:
             nch = self._chunks(n * c * od * oh, serial)
             # (an item's run, as the kernel takes it: its window, or its row of windows)
             item = (d // od) * (h // oh) * w if ow == 1 else w
-            prefetch = reads_x and _prefetched(
-                dims, itemsize, _PREFETCH_CACHED and (item < _PREFETCHED_SHORT_RUN or itemsize == 2),
-                narrow=_PREFETCH_CACHED,
-            )
+            anywhere = _PREFETCH_CACHED and (item < _PREFETCHED_SHORT_RUN or itemsize == 2)
+            prefetch = reads_x and _prefetched(dims, itemsize, anywhere, narrow=_PREFETCH_CACHED)
 
             def call(run, gf, if_, xf):
                 run(gf, gg, if_, ig, tab, dims, xf if reads_x else gf, xg_, skip, prefetch, nch)

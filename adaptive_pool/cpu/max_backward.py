@@ -126,7 +126,7 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
     planes, rows = _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item)
     hits = np.empty(planes * rows * OW, np.int64)
     owners = (blkbuf, hits)  # (views without counts: see access.keep)
-    blkbuf, hits = borrow(blkbuf), borrow(hits)
+    blkbuf, hits = borrow(owners)
     blk, d, c, n = _unravel(it_lo, nblk, D, C)
     for _ in range(it_lo, it_hi):
         h_first = blk * rows_per_item
@@ -470,8 +470,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
     identity = disjoint and m == plane
     # views without counts (see access.keep): each group's calls and slices took atomic counts
     owners = (j_runs, g_runs, keys, run, gv, sums)
-    j_runs, g_runs, keys, run, gv, sums = borrow(j_runs), borrow(g_runs), borrow(keys), borrow(
-        run), borrow(gv), borrow(sums)
+    j_runs, g_runs, keys, run, gv, sums = borrow(owners)
     found = np.int64(-1)
     rw, rh = np.float32(1.0 / W), np.float32(1.0 / H)
     p = p_lo

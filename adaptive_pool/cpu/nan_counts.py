@@ -145,8 +145,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     cw = np.empty(LANES, np.int32)
     spans = _word_spans(ws, we, W, True)
     owners = (col, bits, cw, spans)  # views without counts (access.keep)
-    col, bits, cw = borrow(col), borrow(bits), borrow(cw)
-    spans = (borrow(spans[0]), borrow(spans[1]), borrow(spans[2]))
+    col, bits, cw, spans = borrow(owners)
     wbits = spans[2]  # (planes: rows of at most 64)
     oh, od, cb, n = _unravel(r_lo, OH, OD, CB)
     for _ in range(r_lo, r_hi):
