@@ -1075,19 +1075,21 @@ def _sparse_group(m: int, plane: int, itemsize: int, disjoint: bool) -> int:
 
 
 def _sparse_work(planes: int, m: int, plane: int, itemsize: int) -> int:
-    """A sparse max backward's work against :data:`_SERIAL_WORK`: 4/3 an output (its index
-    check and its addition), 1/24 a byte of the result (zeroed by ``memset``). Counted as
+    """A sparse max backward's work against :data:`_SERIAL_WORK`: 8/3 an output (its index
+    check and its addition), 1/12 a byte of the result (zeroed by ``memset``). Counted as
     elements touched, calls of a few thousand outputs into planes of a few thousand elements
     went to the pool, whose wake-up and barrier cost more than they saved (A/B, calling thread
     against two threads, Zen 4): 1x64x20x20 -> 5x5 float32 and bfloat16 2.1x, 2x8x64x64 -> 4x4
     float16 1.5x, 1x32x32x32 -> 8x8 float32 1.2x and float16 1.4x, 4x16x28x28 -> 7x7 float16
-    1.09-1.26x and bfloat16 1.18-1.77x. With 4 and 1/8 (Zen 5, us, calling thread / two
-    threads still spinning): 4x16x28x28 -> 7x7 float32 4.4 / 7.0, float64 5.6 / 7.5, 512x14
-    -> 14 2.8 / 6.5, 1x256x559 -> 11 6.4 / 8.1, 8x16x28x28 -> 7x7 6.9 / 8.8, 16-bit
-    8x16x35x60 -> 1x9 6.4 / 7.9; even near 100k of those units (16x16x28x28 -> 7x7 float16
-    10.8 / 10.5, float64 8x16x28x28 -> 7x7 9.9 / 9.4), the pool ahead from 130k (float32
-    4x64x32x32 -> 8x8 16.8 / 13.1)."""
-    return planes * (4 * m + plane * itemsize // 8) // 3
+    1.09-1.26x and bfloat16 1.18-1.77x. A third of these units (5c424c1) kept calls of
+    30-100k on the calling thread, which ``bench`` then measured slower than the pool (Zen 5,
+    us, calling thread / two threads, two runs each): 1x32x17x6x4 -> 19x6x4 float32 8.9 /
+    6.9, float64 9.4 / 7.3, bfloat16 10.1 / 7.6; 4x16x28x28 -> 14x14 float32 7.8 / 6.4,
+    bfloat16 10.1 / 7.5; 1x256x559 -> 11 float32 6.4 / 5.7, float64 9.6 / 7.3; 8x16x35x60
+    -> 1x9 float16 6.1 / 5.6. Below these units' 2^15 the calling thread stays ahead:
+    4x16x28x28 -> 7x7 float32 (25k) 4.4 / 4.7-5.0, 512x14 -> 14 float64 (24k) 3.0 / 5.8,
+    2x8x64x64 -> 4x4 float32 (23k) 3.4 / 4.3."""
+    return planes * (8 * m + plane * itemsize // 4) // 3
 
 
 def _touched(dims, row_work: int = _ROW_WORK) -> int:
