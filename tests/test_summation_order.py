@@ -200,7 +200,7 @@ def test_columns_of_whole_planes(shape, osz, dtype, skipna, knobs, monkeypatch):
         assert set(merged) == {name in ("c", "neg")}, name  # (strided rows do not follow)
 
 
-def _avg_order(dtype, dims, row=None):
+def _avg_order(dtype, dims, row=None, skipna=False):
     """The average forward's loop order for an input of ``dims`` in C order, its rows ``row``
     elements apart (``w`` unless given)."""
     from adaptive_pool.cpu.backend import CpuBackend  # noqa: PLC0415
@@ -208,7 +208,7 @@ def _avg_order(dtype, dims, row=None):
     n, c, d, h, w = dims[:5]
     row = w if row is None else row
     xg = (0, c * d * h * row, d * h * row, h * row, row, 1)
-    return CpuBackend._avg_order(np.dtype(dtype), xg, dims)
+    return CpuBackend._avg_order(np.dtype(dtype), xg, dims, skipna=skipna)
 
 
 @pytest.mark.parametrize(
@@ -277,6 +277,30 @@ def test_wide_windows_row_by_row_except_on_zen_4(dtype, dims, split, order, monk
 
     monkeypatch.setattr(backend, "SPLIT_512", split)
     assert _avg_order(dtype, dims) == order
+
+
+@pytest.mark.parametrize(
+    "dtype,dims,skipna,order",
+    [(np.float64, (8, 64, 1, 112, 112, 1, 7, 7), True, "rowwise"),  # 51 MB, rows of 16
+     (np.float64, (8, 64, 1, 112, 112, 1, 4, 4), True, "rowwise"),
+     (np.float64, (4, 16, 32, 64, 64, 8, 4, 4), True, "rowwise"),
+     (np.float64, (8, 64, 1, 112, 112, 1, 9, 9), True, "lanewise"),  # rows of 12
+     (np.float64, (4, 8, 1, 64, 64, 1, 4, 4), True, "lanewise"),  # 1 MB: in the cache
+     (np.float64, (8, 64, 1, 112, 112, 1, 7, 7), False, "direct"),  # plain sums
+     (np.float32, (8, 64, 1, 112, 112, 1, 7, 7), True, "lanewise")],
+)
+def test_float64_nan_skipping_wide_rows_from_memory_go_row_by_row(dtype, dims, skipna, order,
+                                                                   monkeypatch):
+    """float64 NaN-skipping windows 16 wide or more of inputs larger than the last-level
+    cache go row by row (where the vector segments, prefetched, beat 8 planes side by side
+    and the window-by-window order); inputs in the cache, plain sums and float32 keep their
+    orders."""
+    from adaptive_pool.cpu import backend  # noqa: PLC0415
+
+    monkeypatch.setattr(backend, "SPLIT_512", False)
+    monkeypatch.setattr(backend, "NATIVE_MASKS", True)
+    monkeypatch.setattr(backend, "_CACHED_INPUT", 32 << 20)
+    assert _avg_order(dtype, dims, skipna=skipna) == order
 
 
 @pytest.mark.parametrize(

@@ -492,6 +492,15 @@ class CpuBackend:
         # 2026-12-04), but 1.2-2.6x in 16 bits, decoded row by row (us, bfloat16, direct /
         # planes: 32x256x56x56 -> 7x7 5065 / 2535, 32x256x1024 -> 64 1389 / 621, 16x64x64x64
         # -> 8x8 817 / 413, 8x64x112x112 -> 7x7 508 / 427; float16 the same; 2026-12-07)
+        # float64 NaN-skipping windows of wide rows read from memory: row by row, where 8 planes
+        # side by side and the window-by-window order took 1.1-1.6x its time (us, Zen 5,
+        # 8x64x112x112 -> 7x7 lanewise 2088 / 1279, -> 4x4 direct 1625 / 1157, 64x512x32x32 ->
+        # 2x2 11258 / 8952, 2x16x32x64x64 -> 8x4x4 2104 / 1671); in the cache it lost (4x8x64x64
+        # -> 4x4 24 / 33), as did plain sums (direct 0.6-0.85x its time) and float32 (8 planes
+        # side by side, 0.45-0.9x)
+        if (skipna and itemsize == 8 and NATIVE_MASKS and xg[5] == 1
+                and w >= _ROWWISE_WIDTH * ow and n * c * d * h * w * itemsize > _CACHED_INPUT):
+            return "rowwise"
         small = longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE
         planes_first = lanewise and (
             skipna or itemsize == 2 or (SPLIT_512 and (itemsize != 8 or small))

@@ -348,6 +348,66 @@ def run_sum(typingctx, src, b, n, skip):
     return sig, codegen
 
 
+@intrinsic
+def add_segment(typingctx, lanes, o, L, src, b, n, skip):
+    """Add ``src[b : b + n]`` (decoded) into the 32 lanes ``lanes[o : o + 32]`` from lane
+    ``L`` on, element ``j`` into lane ``(L + j) % 32``: the contract's order for a window's
+    unit-stride segment that starts at its position ``L``. Returns ``((L + n) % 32, count)``,
+    the count being ``n``, or with ``skip`` not None the non-NaN elements (NaN adds +0.0, as
+    :func:`run_sum`).
+
+    Each stretch up to the next lane 0 is one masked load placed at its lanes and one add of
+    all 32 (the others add +0.0: no change), as :func:`rows_sum`'s segments, but into lanes in
+    memory, which the row-by-row average keeps for every window of a row. The scalar loop it
+    replaces vectorised only in blocks of 16, took the rest one by one and counted in int64
+    lanes. Masked loads that miss the cache stall here (Zen 5: 3x the time without the row
+    order's prefetch), so callers reading memory prefetch it. The caller keeps the segment
+    inside ``src`` and 32 lanes from ``o`` inside ``lanes``."""
+    if not (isinstance(src, types.Array) and src.ndim == 1 and vector_runs(src.dtype)
+            and isinstance(lanes, types.Array) and lanes.dtype == _ACC[src.dtype]):
+        return None
+    skip_on = not isinstance(skip, types.NoneType)
+    i64 = types.int64
+    sig = types.UniTuple(i64, 2)(lanes, i64, i64, src, i64, i64, skip)
+
+    def codegen(context, builder, signature, args):
+        lanes_v, o, L, _, b, n, _ = args
+        word = ir.IntType(64)
+        run = _Run(context, builder, signature.args[3], args[3], b)
+        acc_ty = ir.VectorType(context.get_value_type(signature.args[0].dtype), _LANES)
+        at = builder.gep(_data(context, builder, signature.args[0], lanes_v), [o])
+        home = builder.bitcast(at, acc_ty.as_pointer())
+        align = signature.args[0].dtype.bitwidth // 8
+        # the lanes in registers over the segment's stretches, loaded and stored once
+        acc = cgutils.alloca_once_value(builder, builder.load(home, align=align))
+        cnt = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+        j = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
+        full = ir.Constant(word, _LANES)
+        last = ir.Constant(word, _LANES - 1)
+        cond = builder.append_basic_block("add_segment.cond")
+        body = builder.append_basic_block("add_segment.body")
+        done = builder.append_basic_block("add_segment.done")
+        builder.branch(cond)
+        builder.position_at_end(cond)
+        jv = builder.load(j)
+        builder.cbranch(builder.icmp_signed("<", jv, n), body, done)
+        builder.position_at_end(body)
+        Lj = builder.and_(builder.add(L, jv), last)
+        left, room = builder.sub(n, jv), builder.sub(full, Lj)
+        m = builder.select(builder.icmp_signed("<", left, room), left, room)
+        mask = _lane_range(builder, Lj, builder.add(Lj, m))
+        _accumulate(builder, run, builder.sub(jv, Lj), mask, acc, cnt if skip_on else None)
+        builder.store(builder.add(jv, m), j)
+        builder.branch(cond)
+        builder.position_at_end(done)
+        builder.store(builder.load(acc), home, align=align)
+        end = builder.and_(builder.add(L, n), last)
+        return context.make_tuple(builder, signature.return_type,
+                                  [end, builder.load(cnt) if skip_on else n])
+
+    return sig, codegen
+
+
 def _storage(a) -> bool:
     return isinstance(a, types.Array) and a.ndim == 1 and (a.dtype in _ACC or a.dtype in _INF16)
 
