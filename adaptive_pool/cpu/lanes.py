@@ -490,10 +490,10 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
             builder.store(builder.select(ok, kept, zero), ptr, align=out.size)
 
         def tail(off, r):
-            # without AVX-512, a run of at least 32 ends in the whole block that ends with it,
-            # a shorter one of at least a register in registers, the last one ending with the
-            # run (each element's value depends on its position alone: writing it twice is
-            # harmless). A masked store is vmaskmov or a store per lane there: the NaN-skipping
+            # a run of at least 32 ends in the whole block that ends with it, a shorter one of
+            # at least a register in registers, the last one ending with the run (each
+            # element's value depends on its position alone: writing it twice is harmless).
+            # Without AVX-512 a masked store is vmaskmov or a store per lane: the NaN-skipping
             # backward of float32 64x512x49 -> 1 took 0.76 ms with it, 0.66 with registers
             # (Zen 3, before its runs had a loop of their own)
             lanes = ir.Constant(i64, _LANES)
@@ -514,7 +514,12 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
                         with lanewise:
                             block(off, _lane_range(builder, None, r), r)
 
-        _blocks(builder, n, block, None if NATIVE_MASKS else tail)
+        # with AVX-512 too for 32- and 64-bit elements: a masked store of part of a register
+        # stalled this VM (Zen 5: 36% of float32 32x256x28x28 -> (None, 1)'s samples on the
+        # second register of each run of 28; overlapping whole stores 1.23-1.42x, float64
+        # 1.23x, 64x512x49 -> 1 1.06-1.18x); 16-bit runs keep their masked store (bfloat16
+        # 0.85-0.92x with the registers)
+        _blocks(builder, n, block, None if NATIVE_MASKS and out.size == 2 else tail)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -859,7 +864,18 @@ def store_bits(typingctx, dst, db, src, sb, words, wi, R, n):
                 ok = builder.bitcast(bits, ir.VectorType(ir.IntType(1), _LANES))
                 out.store(off, mask, builder.select(ok, run.load(off, mask), zero), count)
 
-            _blocks(builder, args[7], block)
+            def tail(off, r):
+                # a row of one word and at least 32 ends in the whole block that ends with it
+                # (its elements depend on their positions alone: written twice, harmlessly)
+                n = args[7]
+                with builder.if_else(builder.icmp_signed(">=", n, ir.Constant(t, _LANES)),
+                                     likely=True) as (over, short):
+                    with over:
+                        block(builder.sub(n, ir.Constant(t, _LANES)), None, None)
+                    with short:
+                        block(off, _lane_range(builder, None, r), r)
+
+            _blocks(builder, args[7], block, tail if first is not None else None)
 
         # a row of one word keeps it in a register (a load a block: 4-8% slower on 56-wide
         # rows in the cache, Zen 4)
