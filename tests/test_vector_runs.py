@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_block, add_numbers, add_planes, count_bits, count_ones, fill_run,
+    PLANES, add_block, add_numbers, add_planes, add_segment, count_bits, count_ones, fill_run,
     interleave_planes, number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill,
     run_sum, share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
 )
@@ -37,6 +37,12 @@ def _rows(src, b, nw, nh, hstep, nd, dstep):
 @numba.njit
 def _count(src, b, n):
     return run_count(src, b, n)
+
+
+@numba.njit
+def _segment(lanes, o, L, src, b, n, skip):
+    return add_segment(lanes, o, L, src, b, n, skip) if skip else add_segment(
+        lanes, o, L, src, b, n, None)
 
 
 @numba.njit
@@ -234,6 +240,32 @@ def test_window_of_rows_summed_in_lane_order(dtype, nan_share):
             assert np.array(got[0], acc).tobytes() == np.array(want, acc).tobytes(), (nd, nh, nw)
         assert plain[1] == window.size
         assert skip[1] == (~np.isnan(window)).sum()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("skip", [False, True])
+def test_segment_added_from_its_lane(dtype, skip):
+    """``add_segment`` adds element ``j`` of a run into lane ``(L + j) % 32`` of the 32 lanes
+    at ``o``, in ascending ``j`` per lane (NaN skipped with ``skip``), as the scalar loop of
+    the contract's order does; returns the next lane and the elements added. Lanes hold
+    numbers beforehand (an unreached lane is unchanged); the guards around the run and the
+    lanes are NaN, so a stray read or write shows."""
+    rng = np.random.default_rng(13)
+    acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
+    for L in (0, 1, 5, 16, 31):
+        for n in LENGTHS:
+            x, xs = _data(rng, n, dtype, 0.3)
+            lanes = np.full(32 + 2 * GUARD, np.nan, acc)
+            lanes[GUARD : GUARD + 32] = rng.standard_normal(32)
+            want = lanes.copy()
+            k = 0
+            for j, v in enumerate(x[GUARD : GUARD + n].astype(acc)):
+                if not (skip and np.isnan(v)):
+                    want[GUARD + (L + j) % 32] += v
+                    k += 1
+            got = _segment(lanes, GUARD, L, xs, GUARD, n, skip)
+            assert got == ((L + n) % 32, k), (L, n)
+            assert lanes.tobytes() == want.tobytes(), (L, n)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
