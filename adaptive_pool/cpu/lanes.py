@@ -298,6 +298,30 @@ def _accumulate(builder, run, off, mask, acc, cnt):
     builder.store(builder.fadd(builder.load(acc), d), acc)
 
 
+def _stretches(builder, j, start, n, name, stretch):
+    """``stretch(k, L, m)`` for each stretch of a segment of ``n`` elements whose first goes
+    into lane ``start % 32``: its ``m`` elements from element ``k`` on, into lanes ``L .. L + m
+    - 1``, up to the next lane 0 (``j``: an i64 slot the loop counts in)."""
+    word = ir.IntType(64)
+    full, last = ir.Constant(word, _LANES), ir.Constant(word, _LANES - 1)
+    builder.store(ir.Constant(word, 0), j)
+    cond = builder.append_basic_block(f"{name}.cond")
+    body = builder.append_basic_block(f"{name}.body")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.branch(cond)
+    builder.position_at_end(cond)
+    k = builder.load(j)
+    builder.cbranch(builder.icmp_signed("<", k, n), body, done)
+    builder.position_at_end(body)
+    L = builder.and_(builder.add(start, k), last)
+    left, room = builder.sub(n, k), builder.sub(full, L)
+    m = builder.select(builder.icmp_signed("<", left, room), left, room)
+    stretch(k, L, m)
+    builder.store(builder.add(k, m), j)
+    builder.branch(cond)
+    builder.position_at_end(done)
+
+
 def _halve(builder, s):
     """Lane 0 after the halving steps of the 32 lanes ``s``: lane i += lane i + h for h = 16,
     8, 4, 2, 1."""
@@ -381,27 +405,14 @@ def add_segment(typingctx, lanes, o, L, src, b, n, skip):
         # the lanes in registers over the segment's stretches, loaded and stored once
         acc = cgutils.alloca_once_value(builder, builder.load(home, align=align))
         cnt = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
-        j = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
-        full = ir.Constant(word, _LANES)
-        last = ir.Constant(word, _LANES - 1)
-        cond = builder.append_basic_block("add_segment.cond")
-        body = builder.append_basic_block("add_segment.body")
-        done = builder.append_basic_block("add_segment.done")
-        builder.branch(cond)
-        builder.position_at_end(cond)
-        jv = builder.load(j)
-        builder.cbranch(builder.icmp_signed("<", jv, n), body, done)
-        builder.position_at_end(body)
-        Lj = builder.and_(builder.add(L, jv), last)
-        left, room = builder.sub(n, jv), builder.sub(full, Lj)
-        m = builder.select(builder.icmp_signed("<", left, room), left, room)
-        mask = _lane_range(builder, Lj, builder.add(Lj, m))
-        _accumulate(builder, run, builder.sub(jv, Lj), mask, acc, cnt if skip_on else None)
-        builder.store(builder.add(jv, m), j)
-        builder.branch(cond)
-        builder.position_at_end(done)
+
+        def stretch(k, Lk, m):
+            mask = _lane_range(builder, Lk, builder.add(Lk, m))
+            _accumulate(builder, run, builder.sub(k, Lk), mask, acc, cnt if skip_on else None)
+
+        _stretches(builder, cgutils.alloca_once(builder, word), L, n, "add_segment", stretch)
         builder.store(builder.load(acc), home, align=align)
-        end = builder.and_(builder.add(L, n), last)
+        end = builder.and_(builder.add(L, n), ir.Constant(word, _LANES - 1))
         return context.make_tuple(builder, signature.return_type,
                                   [end, builder.load(cnt) if skip_on else n])
 
@@ -991,23 +1002,8 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
                         with builder.if_then(builder.icmp_signed(">", rest, zero64)):
                             segment(builder.add(row, m), zero64, rest)
                     with many:
-                        builder.store(ir.Constant(word, 0), j)
-                        cond = builder.append_basic_block("rows_sum.cond")
-                        body = builder.append_basic_block("rows_sum.body")
-                        done = builder.append_basic_block("rows_sum.done")
-                        builder.branch(cond)
-                        builder.position_at_end(cond)
-                        jv = builder.load(j)
-                        builder.cbranch(builder.icmp_signed("<", jv, nw), body, done)
-                        builder.position_at_end(body)
-                        Lj = builder.and_(builder.add(k0, jv), last)
-                        left = builder.sub(nw, jv)
-                        roomj = builder.sub(full, Lj)
-                        m = builder.select(builder.icmp_signed("<", left, roomj), left, roomj)
-                        segment(builder.add(row, jv), Lj, m)
-                        builder.store(builder.add(jv, m), j)
-                        builder.branch(cond)
-                        builder.position_at_end(done)
+                        _stretches(builder, j, k0, nw, "rows_sum",
+                                   lambda k, Lk, m: segment(builder.add(row, k), Lk, m))
         total = _halve(builder, builder.load(acc))
         n = builder.load(cnt) if skip_on else builder.mul(builder.mul(nd, nh), nw)
         return context.make_tuple(builder, signature.return_type, [total, n])
