@@ -387,10 +387,9 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
                 b = xb + d * xd + h * xh
                 if end:
                     pf = prefetch_to(x, max(pf, b), b + W, end)
-                elif xw == 1:  # rows apart: the band's next row, a row ahead
+                elif xw == 1 and (h + 1 < h1 or d + 1 < d1):  # the band's next row
                     nb = b + xh if h + 1 < h1 else xb + (d + 1) * xd + h0 * xh
-                    if h + 1 < h1 or d + 1 < d1:
-                        prefetch_to(x, nb, nb + W, nb + W, 0)
+                    prefetch_to(x, nb, nb + W, nb + W, 0)
                 if decodes(x):
                     load_row(x, b, xw, W, row)
                     _add_row_windows(row, 0, 1, ws, we, lanes, pos, cnt, skip)
