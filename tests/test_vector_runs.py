@@ -40,9 +40,9 @@ def _count(src, b, n):
 
 
 @numba.njit
-def _segment(lanes, o, L, src, b, n, skip):
-    return add_segment(lanes, o, L, src, b, n, skip) if skip else add_segment(
-        lanes, o, L, src, b, n, None)
+def _segment(lanes, L, src, b, n, skip):
+    return add_segment(lanes, L, src, b, n, skip) if skip else add_segment(
+        lanes, L, src, b, n, None)
 
 
 @numba.njit
@@ -245,11 +245,11 @@ def test_window_of_rows_summed_in_lane_order(dtype, nan_share):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("skip", [False, True])
 def test_segment_added_from_its_lane(dtype, skip):
-    """``add_segment`` adds element ``j`` of a run into lane ``(L + j) % 32`` of the 32 lanes
-    at ``o``, in ascending ``j`` per lane (NaN skipped with ``skip``), as the scalar loop of
-    the contract's order does; returns the next lane and the elements added. Lanes hold
-    numbers beforehand (an unreached lane is unchanged); the guards around the run and the
-    lanes are NaN, so a stray read or write shows."""
+    """``add_segment`` adds element ``j`` of a run into lane ``(L + j) % 32`` of its 32 lanes
+    (a view between NaN guards), in ascending ``j`` per lane (NaN skipped with ``skip``), as
+    the scalar loop of the contract's order does; returns the next lane and the elements
+    added. Lanes hold numbers beforehand (an unreached lane is unchanged); the guards around
+    the run and the lanes are NaN, so a stray read or write shows."""
     rng = np.random.default_rng(13)
     acc = np.float64 if np.dtype(dtype) == np.float64 else np.float32
     for L in (0, 1, 5, 16, 31):
@@ -263,7 +263,7 @@ def test_segment_added_from_its_lane(dtype, skip):
                 if not (skip and np.isnan(v)):
                     want[GUARD + (L + j) % 32] += v
                     k += 1
-            got = _segment(lanes, GUARD, L, xs, GUARD, n, skip)
+            got = _segment(lanes[GUARD : GUARD + 32], L, xs, GUARD, n, skip)
             assert got == ((L + n) % 32, k), (L, n)
             assert lanes.tobytes() == want.tobytes(), (L, n)
 

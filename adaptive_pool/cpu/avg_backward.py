@@ -21,7 +21,8 @@ from .lanes import (
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import (
-    LANES, _BODY, _JIT, _chunk, _item_outputs, _step, _stream, _unravel, _window_extent,
+    LANES, _BODY, _JIT, _chunk, _item_outputs, _slab_planes, _step, _stream, _unravel,
+    _window_extent,
 )
 
 
@@ -46,9 +47,8 @@ def _rings(tab, dims, on):
     gather counting windows of d deeper than one keeps (a ring of each)."""
     if not on:
         return 1, 1
-    _, _, ld, hd, _, _, lh, hh, _, _, _, _ = axes_layout(dims)
-    H = dims[3]
-    return _window_extent(tab, dims)[0], _item_outputs(tab, ld, hd, lh, hh, dims[2], H, H)[0]
+    _, _, ld, hd, _, _, _, _, _, _, _, _ = axes_layout(dims)
+    return _window_extent(tab, dims)[0], _slab_planes(tab, ld, hd, dims[2])
 
 
 @numba.njit(inline="always")
@@ -685,7 +685,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     plane_run = iw_ == 1 and ih_ == W  # each plane's rows (per d) are one run of memory
     it_lo, it_hi = _chunk(ch, nchunk, N * CB * D)
     gv = scratch(go, OW * LANES)
-    part = scratch(go, _item_outputs(tab, ld, hd, lh, hh, D, H, H)[0] * OH * WL)
+    part = scratch(go, _slab_planes(tab, ld, hd, D) * OH * WL)
     rows = scratch(go, H * WL)
     rowd = scratch(go, WL)
     # 16-bit results: rows encoded before they are stored (all of them where planes are runs)

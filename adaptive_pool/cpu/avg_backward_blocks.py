@@ -22,7 +22,7 @@ from .access import acc, borrow, decodes, get, keep, scratch, store_row
 from .avg_backward import _planes_as_last_d, _sum_part_rows
 from .calls import call
 from .work import (
-    _BODY, _JIT, _chunk, _item_outputs, _output_buffer, _step, _store_outputs, _unravel,
+    _BODY, _JIT, _chunk, _output_buffer, _slab_planes, _step, _store_outputs, _unravel,
 )
 
 __all__ = ["BLOCK", "avg_pool_backward_block"]
@@ -81,7 +81,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     gv = scratch(go, OW * P)  # an output row's shares
     for k in range(gv.size):
         gv[k] = 0  # (lanes past a last block's planes hold numbers, never stored)
-    part = scratch(go, _item_outputs(tab, ld, hd, lh, hh, D, H, H)[0] * OH * WP)
+    part = scratch(go, _slab_planes(tab, ld, hd, D) * OH * WP)
     rowd = scratch(go, WP)
     rows = scratch(go, _output_buffer(H * W, P))  # (padded for the transposes' loads)
     buf = np.empty(rows.size if decodes(gi) else 0, gi.dtype)

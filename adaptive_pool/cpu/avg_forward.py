@@ -81,7 +81,7 @@ def _add_segment_impl(lanes, L, src, b, n, skip):
     (float16 without F16C) a stand-in that types, for code that :func:`_rows_in_place` keeps
     from running."""
     if vector_runs(src.dtype):
-        return lambda lanes, L, src, b, n, skip: add_segment(lanes, 0, L, src, b, n, skip)
+        return lambda lanes, L, src, b, n, skip: add_segment(lanes, L, src, b, n, skip)
     return lambda lanes, L, src, b, n, skip: (L, np.int64(0))
 
 

@@ -373,9 +373,8 @@ def run_sum(typingctx, src, b, n, skip):
 
 
 @intrinsic
-def add_segment(typingctx, lanes, o, L, src, b, n, skip):
-    """Add ``src[b : b + n]`` (decoded) into the 32 lanes ``lanes[o : o + 32]`` from lane
-    ``L`` on, element ``j`` into lane ``(L + j) % 32``: the contract's order for a window's
+def add_segment(typingctx, lanes, L, src, b, n, skip):
+    """Add ``src[b : b + n]`` (decoded) into the 32 lanes ``lanes[:32]`` from lane ``L`` on, element ``j`` into lane ``(L + j) % 32``: the contract's order for a window's
     unit-stride segment that starts at its position ``L``. Returns ``((L + n) % 32, count)``,
     the count being ``n``, or with ``skip`` not None the non-NaN elements (NaN adds +0.0, as
     :func:`run_sum`).
@@ -386,21 +385,21 @@ def add_segment(typingctx, lanes, o, L, src, b, n, skip):
     replaces vectorised only in blocks of 16, took the rest one by one and counted in int64
     lanes. Masked loads that miss the cache stall here (Zen 5: 3x the time without the row
     order's prefetch), so callers reading memory prefetch it. The caller keeps the segment
-    inside ``src`` and 32 lanes from ``o`` inside ``lanes``."""
+    inside ``src`` and gives ``lanes`` 32 elements at least."""
     if not (isinstance(src, types.Array) and src.ndim == 1 and vector_runs(src.dtype)
             and isinstance(lanes, types.Array) and lanes.dtype == _ACC[src.dtype]):
         return None
     skip_on = not isinstance(skip, types.NoneType)
     i64 = types.int64
-    sig = types.UniTuple(i64, 2)(lanes, i64, i64, src, i64, i64, skip)
+    sig = types.UniTuple(i64, 2)(lanes, i64, src, i64, i64, skip)
 
     def codegen(context, builder, signature, args):
-        lanes_v, o, L, _, b, n, _ = args
+        lanes_v, L, _, b, n, _ = args
         word = ir.IntType(64)
-        run = _Run(context, builder, signature.args[3], args[3], b)
+        run = _Run(context, builder, signature.args[2], args[2], b)
         acc_ty = ir.VectorType(context.get_value_type(signature.args[0].dtype), _LANES)
-        at = builder.gep(_data(context, builder, signature.args[0], lanes_v), [o])
-        home = builder.bitcast(at, acc_ty.as_pointer())
+        home = builder.bitcast(_data(context, builder, signature.args[0], lanes_v),
+                               acc_ty.as_pointer())
         align = signature.args[0].dtype.bitwidth // 8
         # the lanes in registers over the segment's stretches, loaded and stored once
         acc = cgutils.alloca_once_value(builder, builder.load(home, align=align))

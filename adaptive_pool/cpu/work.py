@@ -89,14 +89,21 @@ RUN_OUTPUTS = 4
 
 
 @numba.njit(inline="always")
+def _slab_planes(tab, ld, hd, D):
+    """The most output planes one input slab lies in (at least 1)."""
+    planes = 1
+    for d in range(D):
+        planes = max(planes, tab[hd + d] - tab[ld + d])
+    return planes
+
+
+@numba.njit(inline="always")
 def _item_outputs(tab, ld, hd, lh, hh, D, H, rows_per_item):
     """``(planes, rows)``: the most output planes one input slab lies in, and the most output
     rows a block of ``rows_per_item`` input rows does: a gather's scratch for one work item,
     sized once (an array assigned again in a kernel's loop took an atomic count and dropped
     one every item, :func:`~adaptive_pool.cpu.access.borrow`)."""
-    planes = rows = 1
-    for d in range(D):
-        planes = max(planes, tab[hd + d] - tab[ld + d])
+    planes, rows = _slab_planes(tab, ld, hd, D), 1
     for h0 in range(0, H, rows_per_item):
         rows = max(rows, tab[hh + min(H, h0 + rows_per_item) - 1] - tab[lh + h0])
     return planes, rows
