@@ -35,6 +35,15 @@ from .work import (
 SEQ_BLOCK = 2048
 SEQ_RESULT = 4 << 20
 
+#: Bytes of x in a block of 8 planes above which the NaN-skipping 8-planes backward of 32-
+#: and 64-bit inputs spreads its prefetches of the next block over the rows it sums (a row's
+#: share each) rather than issuing them all as the item starts, which stalled it until enough
+#: of them had come. Zen 5, 2 threads, A/B on the same arrays: float32 128x1024x7x7 -> 3x3
+#: (1568-byte blocks) 1.13-1.34x, 64x512x14x14 -> 5x5 1.11-1.14x, 64x512x10x10 -> 3x3
+#: 1.03-1.27x, float64 1.00-1.11x; bfloat16 7x7 planes (784 bytes) 0.96-0.99x and 10x10 and
+#: 14x14 0.98x, so 16-bit inputs keep the burst.
+SPREAD_BLOCK = 1024
+
 #: The largest work item (bytes of x) whose NaN-skipping average backward prefetches the next
 #: item's x while it stores its own (see :func:`_avg_backward_chunk`).
 PREFETCH_ITEM = 64 << 10
@@ -750,10 +759,15 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # with skipna, C-order blocks of 8 small planes (at most SEQ_BLOCK elements, 2-D) read x
     # as one stream: prefetched an item ahead (one thread, float32 64x512x14x14 -> 5x5
     # 1.11-1.15x, 64x512x10x10 -> 3x3 1.22-1.42x, 128x1024x7x7 -> 3x3 1.11-1.27x, bfloat16
-    # 1.13-1.25x, Zen 5; blocks of 28x28 planes took 1.01-1.11x as long so)
+    # 1.13-1.25x, Zen 5; blocks of 28x28 planes took 1.01-1.11x as long so). A block of more
+    # than SPREAD_BLOCK bytes is prefetched a row of it at a time as the rows are summed: a
+    # burst of its lines at the item's start stalled until enough of them had come (see
+    # SPREAD_BLOCK)
     pf = x0 + n * xn + cb * LANES * xc
     pf_end = x0 + N * C * H * W if (x_run and D == 1 and xc == H * W and (N == 1 or xn == C * H * W)
                                     and LANES * H * W <= SEQ_BLOCK) else 0
+    ahead = LANES * H * W * x.itemsize
+    spread = pf_end != 0 and x.itemsize >= 4 and ahead > SPREAD_BLOCK
     for it in range(it_lo, it_hi):
         c0 = cb * LANES
         nl = min(LANES, C - c0)
@@ -763,7 +777,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             xl[l] = min(l, nl - 1) * xc
         xv = x0 + n * xn + c0 * xc
         xb = xv + d * xd
-        pf = prefetch_to(x, pf, xb + LANES * H * W, pf_end, LANES * H * W * x.itemsize)
+        pf = prefetch_to(x, pf, xb if spread else xb + LANES * H * W, pf_end, ahead)
         if skip is not None and mask:
             for h in range(H):
                 for w in range(W):
@@ -835,6 +849,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
         ib = i0 + n * in_ + c0 * ic + d * id_
         if fresh or mask:
             for h in range(H):
+                if spread:
+                    pf = prefetch_to(x, pf, xb + (h + 1) * WL, pf_end, ahead)
                 lo, hi = tab[lh + h], tab[hh + h]
                 _sum_part_rows(part, od1 - od0, OH, lo, hi - lo, WL, rows[h * WL :], rowd)
         if skip is not None and mask:  # NaN inputs get +0.0
