@@ -528,7 +528,7 @@ def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetc
 
 
 @numba.njit(**_BODY)
-def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """Chunk ``ch`` of :func:`avg_pool_backward_columns`."""
     go, gi, tab, x = borrow(go), borrow(gi), borrow(tab), borrow(x)
     N, C, D, H, W, OD, OH, OW = dims
@@ -541,6 +541,10 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
     eshare = np.empty(W if decodes(gi) and skip is None else 0, gi.dtype)
     col = np.empty(W if skip is not None else 0, np.int32)
     z = acc(go, 0)
+    # with ``prefetch``, items of whole planes of x in one stream: the next plane prefetched as
+    # the rows are stored, a row of it for each (see the backend's _streams_x)
+    plane = D * H * W
+    _, pf, end = _stream(xg, dims, plane, r_lo, r_hi, prefetch and OD * OH == 1)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)
     for _ in range(r_lo, r_hi):
         d0, d1, h0, h1 = tab[sd + od], tab[ed + od], tab[sh + oh], tab[eh + oh]
@@ -570,6 +574,9 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
             for h in range(h0, h1):
                 b = ib + d * id_ + h * ih_
                 if skip is not None:
+                    if end:  # (unguarded, in-cache calls took 1.15x as long)
+                        pf = prefetch_to(x, pf, xb + d * xd + (h + 1) * xh, end,
+                                         plane * x.itemsize)
                     store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
                 elif decodes(gi):
                     for w in range(W):
@@ -580,17 +587,19 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, nc
 
 
 @numba.njit(**_JIT)
-def avg_pool_backward_columns(at, go, gog, gi, gig, tab, dims, x, xg, skip, nchunk):
+def avg_pool_backward_columns(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """The average backward for windows one column wide (``OW == W``) that tile ``D`` and
     ``H`` (each input row in exactly one output row's band), rows of unit stride in ``gi`` (and
     ``x``): ``(1, None)``, ``(1, None, None)`` and the like. A work item is one output row: its
     ``W`` shares (``+0.0 + go / volume``, or with :data:`SKIPNA` ``/ count`` of each column's
     numbers in the band, counted in one vector pass over the band's rows), stored into each
     row of the band (with :data:`SKIPNA`, +0.0 where ``x`` is NaN): the bits of
-    :func:`avg_pool_backward`'s gather, whose element takes the one share of its one window."""
+    :func:`avg_pool_backward`'s gather, whose element takes the one share of its one window.
+    With ``prefetch`` (and :data:`SKIPNA`), whole planes of a C-contiguous ``x`` are
+    prefetched a plane ahead."""
     for ch in prange(nchunk):
         call(_avg_backward_columns_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, nchunk
+            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
         ))
 
 
