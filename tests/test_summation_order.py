@@ -124,6 +124,33 @@ def test_runs_prefetched_as_if_from_memory(dtype, shape, osz, knobs):
                                   want_g)
 
 
+@pytest.mark.parametrize("shape, osz, kernel", [
+    ((2, 3, 6, 23), (1, None), "avg_pool_backward_columns"),
+    ((2, 9, 3, 6, 7), (None, 2, 3), "avg_pool_backward_lanes"),
+    ((2, 9, 7, 7), (3, 3), "avg_pool_backward_lanes"),
+], ids=["columns", "3-D slabs", "2-D blocks"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_nan_skipping_backward_prefetched_as_if_from_memory(dtype, shape, osz, kernel, knobs,
+                                                           launched):
+    """The NaN-skipping backwards prefetch ``x`` where it comes from memory (``_CACHED_INPUT``
+    forced to 0: the columns kernel's next planes, the 8-plane kernel's next slabs of 3-D
+    planes; its next blocks of 2-D ones at any size): the same bits as without, the
+    reference's gradient (within the summation error of two shares: positive data)."""
+    rank = len(osz)
+    x = rand(shape, dtype, seed=11)
+    x[..., ::4] = np.nan
+    x[0, 1] = np.nan  # (a plane of NaN only: windows of no numbers)
+    g = rand(getattr(ap, f"adaptive_avg_pool{rank}d")(x, osz).shape, dtype, seed=12, low=0.5)
+    backward = getattr(ap, f"adaptive_avg_pool{rank}d_backward")
+    want = bits(backward(g, x, skipna=True))
+    knobs(_CACHED_INPUT=0)
+    launched.clear()
+    got = backward(g, x, skipna=True)
+    assert kernel in launched
+    np.testing.assert_array_equal(bits(got), want)
+    assert ref.max_ulp(got, ref.avg_pool_backward(g, x.shape, rank, x=x)) <= 8
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 def test_every_window_size_1_to_100(dtype, knobs):
     """1-D windows of every size from 1 to 100 elements, in each order that can take them."""

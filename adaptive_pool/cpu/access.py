@@ -527,9 +527,9 @@ PREFETCH_AHEAD = 2048
 
 
 @intrinsic
-def _prefetch(typingctx, a, i):
-    """``llvm.prefetch`` of element ``i`` of the 1-D array ``a`` (a read, kept in every cache
-    level). A hint: it never faults, whatever the address."""
+def prefetch_line(typingctx, a, i):
+    """``llvm.prefetch`` of element ``i`` of the 1-D array ``a`` (its 64-byte line, a read, kept
+    in every cache level). A hint: it never faults, whatever the address."""
     if not (isinstance(a, types.Array) and isinstance(i, types.Integer)):
         return None
 
@@ -575,6 +575,6 @@ def prefetch_to(a, pf, upto, end, ahead=PREFETCH_AHEAD):
     step = _per_line(a)
     top = min(upto + ahead // 64 * step, end)
     while pf < top:
-        _prefetch(a, pf)
+        prefetch_line(a, pf)
         pf += step
     return pf

@@ -667,9 +667,14 @@ class CpuBackend:
                                     and all(g[5] == 1 and g[4] == w for g in (ig, xg)))
             run, serial = self._runner(kernels.avg_pool_backward_lanes, work)
             nch = self._chunks(n * -(-c // kernels.LANES) * d, serial)
+            # 3-D slabs of 32- and 64-bit x read from memory: the next item's prefetched (float32
+            # 16x128x8x14x14 and 32x128 -> 8x5x5 1.23-1.28x, float64 1.12x; 8x128 from the
+            # cache 0.92-0.95x, bfloat16 0.95-0.97x: not prefetched; Zen 5, A/B on the same
+            # arrays)
+            prefetch = reads_x and d > 1 and itemsize >= 4 and _streams_x(dims, itemsize)
 
             def gather(run, gf, if_, xf, xg, cnt, skip):
-                run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, nch)
+                run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, prefetch, nch)
         else:
             slabs, rows = n * c * d, h
             rpi = self._rows_per_item(slabs, rows, threads)
@@ -1276,11 +1281,12 @@ def _prefetched(dims, itemsize: int, cached: bool = False, narrow: bool = False)
 
 
 def _streams_x(dims, itemsize: int) -> bool:
-    """Whether the NaN-skipping columns backward prefetches ``x``: where ``x`` and the result
-    together take more than half the last-level cache (:data:`_CACHED_INPUT`), so that ``x``
-    comes from memory. Zen 5, 2 threads, A/B on the same arrays, 28x28 planes -> (1, None):
-    float32 32x256 (x 25.7 MB) 1.82-1.86x, 16x256 (12.8 MB) 1.44x, float64 12x256 (19 MB)
-    1.79x, bfloat16 64x256 (25.7 MB) 2.1x; float32 8x256 (6.4 MB) 0.94x."""
+    """Whether a NaN-skipping backward (the columns one, the 8-planes one of 3-D slabs)
+    prefetches ``x``: where ``x`` and the result together take more than half the last-level
+    cache (:data:`_CACHED_INPUT`), so that ``x`` comes from memory. Zen 5, 2 threads, A/B on
+    the same arrays, the columns backward of 28x28 planes -> (1, None): float32 32x256 (x 25.7
+    MB) 1.65-1.94x, 16x256 (12.8 MB) 1.18-1.45x, float64 12x256 (19 MB) 1.79x, bfloat16 64x256
+    (25.7 MB) 2.1x, 32x256 0.93-1.07x; float32 8x256 (6.4 MB) 0.94x."""
     n, c, d, h, w, _, _, _ = dims
     return 2 * n * c * d * h * w * itemsize > _CACHED_INPUT // 2
 
