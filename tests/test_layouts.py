@@ -225,6 +225,27 @@ def test_max_channels_last_blocks_of_channels(shape, out, dtype, skipna):
 
 
 @pytest.mark.parametrize("skipna", [False, True])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("shape,out", [((2, 19, 9, 10), (4, 3)), ((1, 16, 5, 7, 6), (2, 3, 4)),
+                                       ((2, 9, 4, 5), (7, 9)), ((2, 6000, 3, 2), (2, 1))])
+def test_max_channels_last_prefetched_as_if_from_memory(shape, out, dtype, skipna, knobs):
+    """The channels-last max forward prefetches each window's elements for the next window
+    where ``x`` comes from memory (``_CACHED_INPUT`` forced to 0 here): the same values and
+    indices as without (overlapping windows, upsampled ones whose next window starts at the
+    same element, two blocks of channels)."""
+    x = np.round(rand(shape, np.float32, seed=6) * 2).astype(dtype)
+    x[..., ::3, 1:] = np.nan
+    perm = (0, *range(2, x.ndim), 1)
+    xv = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    fn = getattr(ap, f"adaptive_max_pool{len(out)}d")
+    y, ind = fn(xv, out, skipna=skipna)
+    knobs(_CACHED_INPUT=0)
+    y_p, ind_p = fn(xv, out, skipna=skipna)
+    np.testing.assert_array_equal(_bits(y_p), _bits(y))
+    np.testing.assert_array_equal(ind_p, ind)
+
+
+@pytest.mark.parametrize("skipna", [False, True])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "shape,out",

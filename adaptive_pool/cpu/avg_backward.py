@@ -542,7 +542,7 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, pr
     col = np.empty(W if skip is not None else 0, np.int32)
     z = acc(go, 0)
     # with ``prefetch``, items of whole planes of x in one stream: the next plane prefetched as
-    # the rows are stored, a row of it for each (see the backend's _streams_x)
+    # the rows are stored, a row of it for each (see the backend's _from_memory)
     plane = D * H * W
     _, pf, end = _stream(xg, dims, plane, r_lo, r_hi, prefetch and OD * OH == 1)
     oh, od, c, n = _unravel(r_lo, OH, OD, C)

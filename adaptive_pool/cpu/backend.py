@@ -618,7 +618,7 @@ class CpuBackend:
             cdims, ctab = columns
             run, serial = self._runner(kernels.avg_pool_backward_columns, work)
             nch = self._chunks(n * c * cdims[5] * cdims[6], serial)
-            prefetch = reads_x and _streams_x(dims, itemsize)
+            prefetch = reads_x and _from_memory(2 * n * c * d * h * w * itemsize)
 
             def call(run, gf, if_, xf):
                 run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, prefetch,
@@ -671,7 +671,8 @@ class CpuBackend:
             # 16x128x8x14x14 and 32x128 -> 8x5x5 1.23-1.28x, float64 1.12x; 8x128 from the
             # cache 0.92-0.95x, bfloat16 0.95-0.97x: not prefetched; Zen 5, A/B on the same
             # arrays)
-            prefetch = reads_x and d > 1 and itemsize >= 4 and _streams_x(dims, itemsize)
+            prefetch = (reads_x and d > 1 and itemsize >= 4
+                        and _from_memory(2 * n * c * d * h * w * itemsize))
 
             def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, prefetch, nch)
@@ -751,9 +752,10 @@ class CpuBackend:
             run, serial = self._runner(kernels.max_pool_channels, work)
             block = min(c, _MAX_CHANNEL_STATE // (itemsize + 4))
             nch = self._chunks(n * -(-c // block) * od * oh, serial)
+            prefetch = _from_memory(n * c * d * h * w * itemsize)
 
             def call(run, xf, yf, jf):
-                run(xf, xg, yf, yg, jf, jg, tab, dims, block, skip, nch)
+                run(xf, xg, yf, yg, jf, jg, tab, dims, block, skip, prefetch, nch)
 
             return _bind(call, (run,), like, base, skipna)
         runs = _run_windows(tab, dims, xg) or (ow <= w and _row_windows(tab, dims, xg))
@@ -796,7 +798,7 @@ class CpuBackend:
             nch = self._chunks(blocks if blocks >= _threads() else blocks * od * oh, serial)
 
             def call(run, xf, yf, jf):
-                run(xf, xg, yf, yg, jf, jg, tab, pdims, block, skip, nch)
+                run(xf, xg, yf, yg, jf, jg, tab, pdims, block, skip, False, nch)
 
             return _bind(call, (run,), like, base, skipna)
         # blocks of output rows whose input rows (about rpi * h / oh of them) fit _MAX_BLOCK
@@ -1280,15 +1282,16 @@ def _prefetched(dims, itemsize: int, cached: bool = False, narrow: bool = False)
     return (itemsize >= 4 or narrow) and big and short
 
 
-def _streams_x(dims, itemsize: int) -> bool:
-    """Whether a NaN-skipping backward (the columns one, the 8-planes one of 3-D slabs)
-    prefetches ``x``: where ``x`` and the result together take more than half the last-level
-    cache (:data:`_CACHED_INPUT`), so that ``x`` comes from memory. Zen 5, 2 threads, A/B on
-    the same arrays, the columns backward of 28x28 planes -> (1, None): float32 32x256 (x 25.7
-    MB) 1.65-1.94x, 16x256 (12.8 MB) 1.18-1.45x, float64 12x256 (19 MB) 1.79x, bfloat16 64x256
-    (25.7 MB) 2.1x, 32x256 0.93-1.07x; float32 8x256 (6.4 MB) 0.94x."""
-    n, c, d, h, w, _, _, _ = dims
-    return 2 * n * c * d * h * w * itemsize > _CACHED_INPUT // 2
+def _from_memory(nbytes: int) -> bool:
+    """Whether a kernel that streams ``nbytes`` of arrays the size of ``x`` (``x`` and a
+    backward's result, or ``x`` alone) reads ``x`` from memory, where the kernels that do not
+    otherwise prefetch it do (the NaN-skipping columns backward, the 8-planes one of 3-D slabs,
+    the channels-last max forward): more than half the last-level cache
+    (:data:`_CACHED_INPUT`). Zen 5, 2 threads, A/B on the same arrays: the columns backward of
+    28x28 planes -> (1, None), float32 32x256 (x and result 51 MB) 1.65-1.94x, 16x256 (26 MB)
+    1.18-1.45x, 8x256 (13 MB) 0.94x; the channels-last max of 56x56 planes -> 7x7, float32
+    16x256 (51 MB) 2.12x, 8x256 (26 MB) 1.28x, 4x256 (13 MB) 0.93x."""
+    return nbytes > _CACHED_INPUT // 2
 
 
 def _longest(i: int, o: int) -> int:
