@@ -527,7 +527,7 @@ PREFETCH_AHEAD = 2048
 
 
 @intrinsic
-def prefetch_line(typingctx, a, i):
+def _prefetch(typingctx, a, i):
     """``llvm.prefetch`` of element ``i`` of the 1-D array ``a`` (its 64-byte line, a read, kept
     in every cache level). A hint: it never faults, whatever the address."""
     if not (isinstance(a, types.Array) and isinstance(i, types.Integer)):
@@ -575,6 +575,14 @@ def prefetch_to(a, pf, upto, end, ahead=PREFETCH_AHEAD):
     step = _per_line(a)
     top = min(upto + ahead // 64 * step, end)
     while pf < top:
-        prefetch_line(a, pf)
+        _prefetch(a, pf)
         pf += step
     return pf
+
+
+@numba.njit(inline="always")
+def prefetch_run(a, b, n):
+    """Prefetch every 64-byte line of ``a[b:b + n]`` (``n >= 1``), the last one included
+    wherever ``b`` falls in its line."""
+    prefetch_to(a, b, b + n, b + n, 0)
+    _prefetch(a, b + n - 1)

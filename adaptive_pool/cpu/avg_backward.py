@@ -11,7 +11,7 @@ from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import (
-    acc, borrow, decodes, enc, get, keep, load_row, prefetch_line, prefetch_to, put, scratch,
+    acc, borrow, decodes, enc, get, keep, load_row, prefetch_run, prefetch_to, put, scratch,
     store_numbers, store_row,
 )
 from .calls import call
@@ -899,10 +899,8 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
             if skip is not None and not mask and not (x_seq and nl == LANES):
                 for l in range(nl):  # NaN inputs get +0.0
                     run_fill(gi, ib + l * ic, x, xb + xl[l], H * W, None, z_enc)
-                    if l < nnl:  # (slabs) the next item's plane l, its last line too
-                        q = nxb + l * xc
-                        prefetch_to(x, q, q + H * W, q + H * W, 0)
-                        prefetch_line(x, q + H * W - 1)
+                    if l < nnl:  # (slabs) the next item's plane l
+                        prefetch_run(x, nxb + l * xc, H * W)
         else:
             for h in range(H):
                 row = rows[h * WL :]

@@ -9,7 +9,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ..windows import axes_layout
-from .access import borrow, dec, key, key_nan, prefetch_line, prefetch_to
+from .access import borrow, dec, key, key_nan, prefetch_run
 from .calls import call
 from .work import (
     LANES, OUTPUT_BUFFER, _BODY, _JIT, _forward_item, _chunk, _interleave_band, _step,
@@ -432,10 +432,8 @@ def _channel_max_row(x, xb, xd, xh, xw, d0, d1, h0, h1, H, W, ws, we, nc, P, at,
                 b = xb + d * xd + h * xh
                 q = np.int32((d * H + h) * W)
                 for w in range(w0 + 1 if d == d0 and h == h0 else w0, w1):
-                    if nxt:  # the same element's channels in the next window, each line
-                        a = b + w * xw + nxt
-                        prefetch_to(x, a, a + nc, a + nc, 0)
-                        prefetch_line(x, a + nc - 1)
+                    if nxt:  # the same element's channels in the next window
+                        prefetch_run(x, b + w * xw + nxt, nc)
                     _fold_channels(x, b + w * xw, nc, ak, vk, q + np.int32(w), skip)
         if k == g - 1 or ow == OW - 1:
             _store_outputs(y, yb, yc, yw, v, P, nc, ow - k, k + 1)
