@@ -613,12 +613,14 @@ class CpuBackend:
 
         # the columns and runs kernels: where x is not read, the gradients stand in for it
         skip, xg_ = (kernels.SKIPNA, xg) if reads_x else (kernels.PLAIN, gg)
+        # x read from memory (x and the result), where kernels that otherwise do not prefetch it
+        streamed = reads_x and _from_memory(2 * n * c * d * h * w * itemsize)
         columns = _column_problem(tab, dims, gg, geometries)
         if columns is not None:
             cdims, ctab = columns
             run, serial = self._runner(kernels.avg_pool_backward_columns, work)
             nch = self._chunks(n * c * cdims[5] * cdims[6], serial)
-            prefetch = reads_x and _from_memory(2 * n * c * d * h * w * itemsize)
+            prefetch = streamed
 
             def call(run, gf, if_, xf):
                 run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, prefetch,
@@ -671,8 +673,7 @@ class CpuBackend:
             # 16x128x8x14x14 and 32x128 -> 8x5x5 1.23-1.28x, float64 1.12x; 8x128 from the
             # cache 0.92-0.95x, bfloat16 0.95-0.97x: not prefetched; Zen 5, A/B on the same
             # arrays)
-            prefetch = (reads_x and d > 1 and itemsize >= 4
-                        and _from_memory(2 * n * c * d * h * w * itemsize))
+            prefetch = streamed and d > 1 and itemsize >= 4
 
             def gather(run, gf, if_, xf, xg, cnt, skip):
                 run(gf, gg, if_, ig, tab, dims, xf, xg, cnt, skip, prefetch, nch)

@@ -124,6 +124,19 @@ def _blocks(builder, n, block, tail=None):
             block(off, _lane_range(builder, None, r), r)
 
 
+def _ending_block(builder, n, block, short):
+    """A run's last ``n % 32`` elements as the whole block that ends with the run where it
+    holds 32 elements or more (``block(n - 32, None, None)``: stores whose elements depend on
+    their positions alone, written twice harmlessly, and no masked store of part of a
+    register, which stalls Zen 5), else ``short()``."""
+    with builder.if_else(builder.icmp_signed(">=", n, ir.Constant(n.type, _LANES)),
+                         likely=True) as (over, under):
+        with over:
+            block(builder.sub(n, ir.Constant(n.type, _LANES)), None, None)
+        with under:
+            short()
+
+
 def _tail(builder, run, acc, cnt, off, r, width):
     """Add the last ``r < 32`` elements of a float32 or float64 run (from ``off``) into lanes
     ``0 .. r - 1`` of the accumulator ``acc`` (a pointer to its 32 lanes), one 64-byte
@@ -374,8 +387,9 @@ def run_sum(typingctx, src, b, n, skip):
 
 @intrinsic
 def add_segment(typingctx, lanes, L, src, b, n, skip):
-    """Add ``src[b : b + n]`` (decoded) into the 32 lanes ``lanes[:32]`` from lane ``L`` on, element ``j`` into lane ``(L + j) % 32``: the contract's order for a window's
-    unit-stride segment that starts at its position ``L``. Returns ``((L + n) % 32, count)``,
+    """Add ``src[b : b + n]`` (decoded) into the 32 lanes ``lanes[:32]`` from lane ``L`` on,
+    element ``j`` into lane ``(L + j) % 32``: the contract's order for a window's unit-stride
+    segment that starts at its position ``L``. Returns ``((L + n) % 32, count)``,
     the count being ``n``, or with ``skip`` not None the non-NaN elements (NaN adds +0.0, as
     :func:`run_sum`).
 
@@ -506,23 +520,21 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
             # Without AVX-512 a masked store is vmaskmov or a store per lane: the NaN-skipping
             # backward of float32 64x512x49 -> 1 took 0.76 ms with it, 0.66 with registers
             # (Zen 3, before its runs had a loop of their own)
-            lanes = ir.Constant(i64, _LANES)
             w = ir.Constant(i64, width)
-            with builder.if_else(builder.icmp_signed(">=", n, lanes), likely=True) as (
-                    long_run, short_run):
-                with long_run:
-                    block(builder.sub(n, lanes), None, None)
-                with short_run:
-                    with builder.if_else(builder.icmp_signed(">=", n, w)) as (registers, lanewise):
-                        with registers:
-                            count = builder.udiv(builder.add(r, ir.Constant(i64, width - 1)), w)
-                            last = builder.sub(n, w)
-                            with cgutils.for_range(builder, count) as loop:
-                                at = builder.add(off, builder.mul(loop.index, w))
-                                register(builder.select(builder.icmp_signed("<", at, last), at,
-                                                        last))
-                        with lanewise:
-                            block(off, _lane_range(builder, None, r), r)
+
+            def short():
+                with builder.if_else(builder.icmp_signed(">=", n, w)) as (registers, lanewise):
+                    with registers:
+                        count = builder.udiv(builder.add(r, ir.Constant(i64, width - 1)), w)
+                        last = builder.sub(n, w)
+                        with cgutils.for_range(builder, count) as loop:
+                            at = builder.add(off, builder.mul(loop.index, w))
+                            register(builder.select(builder.icmp_signed("<", at, last), at,
+                                                    last))
+                    with lanewise:
+                        block(off, _lane_range(builder, None, r), r)
+
+            _ending_block(builder, n, block, short)
 
         # with AVX-512 too for 32- and 64-bit elements: a masked store of part of a register
         # stalled this VM (Zen 5: 36% of float32 32x256x28x28 -> (None, 1)'s samples on the
@@ -874,16 +886,9 @@ def store_bits(typingctx, dst, db, src, sb, words, wi, R, n):
                 ok = builder.bitcast(bits, ir.VectorType(ir.IntType(1), _LANES))
                 out.store(off, mask, builder.select(ok, run.load(off, mask), zero), count)
 
-            def tail(off, r):
-                # a row of one word and at least 32 ends in the whole block that ends with it
-                # (its elements depend on their positions alone: written twice, harmlessly)
-                n = args[7]
-                with builder.if_else(builder.icmp_signed(">=", n, ir.Constant(t, _LANES)),
-                                     likely=True) as (over, short):
-                    with over:
-                        block(builder.sub(n, ir.Constant(t, _LANES)), None, None)
-                    with short:
-                        block(off, _lane_range(builder, None, r), r)
+            def tail(off, r):  # (a row of one word)
+                _ending_block(builder, args[7], block,
+                              lambda: block(off, _lane_range(builder, None, r), r))
 
             _blocks(builder, args[7], block, tail if first is not None else None)
 
