@@ -40,7 +40,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
+from numba.core import cgutils, ir_utils
 from numba.extending import intrinsic, overload
 
 from ..dtypes import _bitcast, bf16_decode, bf16_encode, bf16_round_ir, f16_decode, f16_encode
@@ -487,6 +487,22 @@ def borrow(typingctx, a):
         return _uncounted(context, builder, signature.args[0], args[0])
 
     return a(a), codegen
+
+
+def _borrow_aliases(lhs, args, alias_map, arg_aliases) -> None:
+    """Tells Numba's alias analysis that ``lhs = borrow(a)`` aliases ``a``. Its dead-code
+    elimination (run again after inlining overloads) drops a store into an array that neither
+    aliases an argument nor is read later: without this, a chunk's last store into a borrowed
+    argument (``bad[ch] = found`` after its loops) vanished."""
+    rhs = args[0].name
+    if rhs in arg_aliases:
+        arg_aliases.add(lhs)
+    else:
+        alias_map.setdefault(rhs, set()).add(lhs)
+        alias_map.setdefault(lhs, set()).add(rhs)
+
+
+ir_utils.alias_func_extensions[("borrow", __name__)] = _borrow_aliases
 
 
 def _borrowable(t) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from ..windows import axes_layout
@@ -14,14 +14,14 @@ from .access import (
     acc, borrow, decodes, enc, get, keep, load_row, prefetch_run, prefetch_to, put, scratch,
     store_numbers, store_row,
 )
-from .calls import call
+from .calls import run_chunks
 from .lanes import (
     add_numbers, count_bits, count_ones, fill_run, number_word, plane_numbers, plane_row_words,
     run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import (
-    LANES, _BODY, _JIT, _chunk, _item_outputs, _slab_planes, _step, _stream, _unravel,
+    LANES, _BODY, _chunk, _item_outputs, _slab_planes, _step, _stream, _unravel,
     _window_extent,
 )
 
@@ -391,7 +391,7 @@ def _avg_backward_chunk(ch, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, c
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk):
     """Gather: ``gi[i] = sum over covering o of go[o] / volume(o)``.
 
@@ -406,10 +406,9 @@ def avg_pool_backward(at, go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt
     whole-plane items of the same output planes) and the inputs that are NaN in ``x``
     (storage ``xg``) get +0.0; otherwise ``x``, ``cnt`` are not read.
     """
-    for ch in prange(nchunk):
-        call(_avg_backward_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk
-        ))
+    run_chunks(_avg_backward_chunk, at, (
+        go, gog, gi, gig, tab, dims, rows_per_item, x, xg, cnt, skip, nchunk
+    ), nchunk)
 
 
 @numba.njit(inline="always")
@@ -508,7 +507,7 @@ def _avg_backward_runs_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, prefe
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """The average backward when every window is one contiguous run of memory in ``gi`` (and,
     with :data:`SKIPNA`, in ``x``), as :func:`avg_pool_runs` takes them (global pooling of
@@ -521,10 +520,9 @@ def avg_pool_backward_runs(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetc
     where two windows of a row overlap, the second share is added to the first: the bits of
     :func:`avg_pool_backward`'s gather.
     """
-    for ch in prange(nchunk):
-        call(_avg_backward_runs_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
-        ))
+    run_chunks(_avg_backward_runs_chunk, at, (
+        go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
+    ), nchunk)
 
 
 @numba.njit(**_BODY)
@@ -586,7 +584,7 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, pr
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_backward_columns(at, go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk):
     """The average backward for windows one column wide (``OW == W``) that tile ``D`` and
     ``H`` (each input row in exactly one output row's band), rows of unit stride in ``gi`` (and
@@ -597,10 +595,9 @@ def avg_pool_backward_columns(at, go, gog, gi, gig, tab, dims, x, xg, skip, pref
     :func:`avg_pool_backward`'s gather, whose element takes the one share of its one window.
     With ``prefetch`` (and :data:`SKIPNA`), whole planes of a C-contiguous ``x`` are
     prefetched a plane ahead."""
-    for ch in prange(nchunk):
-        call(_avg_backward_columns_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
-        ))
+    run_chunks(_avg_backward_columns_chunk, at, (
+        go, gog, gi, gig, tab, dims, x, xg, skip, prefetch, nchunk
+    ), nchunk)
 
 
 @numba.njit(inline="always")
@@ -913,7 +910,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, prefetch,
                             nchunk):
     """The average backward for small planes: ``LANES`` planes side by side.
@@ -937,7 +934,6 @@ def avg_pool_backward_lanes(at, go, gog, gi, gig, tab, dims, x, xg, cnt, skip, p
     with ``prefetch``, slabs of deeper planes that count their windows prefetch the next
     item's slabs.
     """
-    for ch in prange(nchunk):
-        call(_avg_backward_lanes_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, x, xg, cnt, skip, prefetch, nchunk
-        ))
+    run_chunks(_avg_backward_lanes_chunk, at, (
+        go, gog, gi, gig, tab, dims, x, xg, cnt, skip, prefetch, nchunk
+    ), nchunk)

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
 from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import acc, borrow, decodes, get, keep, scratch, store_row
 from .avg_backward import _planes_as_last_d, _sum_part_rows
-from .calls import call
+from .calls import run_chunks
 from .work import (
-    _BODY, _JIT, _chunk, _output_buffer, _slab_planes, _step, _store_outputs, _unravel,
+    _BODY, _chunk, _output_buffer, _slab_planes, _step, _store_outputs, _unravel,
 )
 
 __all__ = ["BLOCK", "avg_pool_backward_block"]
@@ -129,7 +128,7 @@ def _avg_backward_block_chunk(ch, go, gog, gi, gig, tab, dims, block, nchunk):
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_backward_block(at, go, gog, gi, gig, tab, dims, block, nchunk):
     """The plain average backward, ``block`` planes side by side (see the module's docstring).
 
@@ -139,7 +138,4 @@ def avg_pool_backward_block(at, go, gog, gi, gig, tab, dims, block, nchunk):
     rows summed before its planes are stored. A last block of fewer planes computes its spare
     lanes and does not store them.
     """
-    for ch in prange(nchunk):
-        call(_avg_backward_block_chunk, at, (
-            np.int64(ch), go, gog, gi, gig, tab, dims, block, nchunk
-        ))
+    run_chunks(_avg_backward_block_chunk, at, (go, gog, gi, gig, tab, dims, block, nchunk), nchunk)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from ..windows import axes_layout
@@ -14,10 +14,10 @@ from .access import (
     NATIVE_MASKS, acc, borrow, decodes, enc, get, keep, load_row, prefetch_to, put, scratch,
     store_row,
 )
-from .calls import call
+from .calls import run_chunks
 from .lanes import add_block, add_planes, add_segment, rows_sum, run_sum, vector_runs
 from .work import (
-    LANES, OUTPUT_BUFFER, RUN_OUTPUTS, SUM_LANES, _BODY, _JIT, _forward_item, _chunk,
+    LANES, OUTPUT_BUFFER, RUN_OUTPUTS, SUM_LANES, _BODY, _forward_item, _chunk,
     _interleave_band, _output_buffer, _plane_offsets, _step, _store_outputs, _stream, _unravel,
     _window_extent,
 )
@@ -311,7 +311,7 @@ def _avg_direct_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_direct(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """``y[o] = sum(x[window(o)]) / volume(o)``, window by window; a work item is one output
     row of one plane.
@@ -332,8 +332,7 @@ def avg_pool_direct(at, x, xg, y, yg, tab, dims, skip, nchunk):
     16-bit bands are decoded before they are summed (:func:`_band`); the backend sends bands
     longer than its limit to :func:`avg_pool_rowwise`. ``skip``: :data:`PLAIN` or :data:`SKIPNA`.
     """
-    for ch in prange(nchunk):
-        call(_avg_direct_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+    run_chunks(_avg_direct_chunk, at, (x, xg, y, yg, tab, dims, skip, nchunk), nchunk)
 
 
 @numba.njit(inline="always")
@@ -405,14 +404,13 @@ def _avg_rowwise_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_rowwise(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward for long windows: each input row of the band is read once, in
     order, adding its segment to every window's lanes at the window's running position
     (16-bit rows decoded once): a streaming read where the direct loop jumps between rows.
     A window that is one row ((None, 1)) is one vectorised pass over it."""
-    for ch in prange(nchunk):
-        call(_avg_rowwise_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+    run_chunks(_avg_rowwise_chunk, at, (x, xg, y, yg, tab, dims, skip, nchunk), nchunk)
 
 
 @numba.njit(inline="always")
@@ -482,14 +480,13 @@ def _avg_columns_chunk(ch, x, xg, y, yg, tab, dims, skip, nchunk):
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_columns(at, x, xg, y, yg, tab, dims, skip, nchunk):
     """The average forward for windows one column wide (``OW == W``: (1, None) and the like):
     every column of an output row's band side by side. Element k of a window is its k-th band
     row, so band row k is added whole into row ``k % 32`` of a ``32 x W`` accumulator (one
     vectorised loop along the contiguous row) and the halving steps combine whole rows."""
-    for ch in prange(nchunk):
-        call(_avg_columns_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, skip, nchunk))
+    run_chunks(_avg_columns_chunk, at, (x, xg, y, yg, tab, dims, skip, nchunk), nchunk)
 
 
 @numba.njit(nogil=True, error_model="numpy")
@@ -690,7 +687,7 @@ def _channel_run(x, e, nc, a, cnt, q, first, skip):
                 a[np.uint64(q + l)] += v
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_channels(at, x, xg, y, yg, tab, dims, block, skip, nchunk):
     """The average forward of inputs whose channels are adjacent in memory (``xc == 1``:
     PyTorch's channels-last layout): ``block`` channels at a time, each
@@ -700,9 +697,7 @@ def avg_pool_channels(at, x, xg, y, yg, tab, dims, block, skip, nchunk):
     (:func:`_channel_eight`). A work item is one output row of a block of channels. The
     8-plane order read such an input 8 channels at a time, a half cache line (float32
     channels-last 64x512x14x14 -> 5x5 7.0 ms against PyTorch's 1.71)."""
-    for ch in prange(nchunk):
-        call(_avg_channels_chunk, at, (np.int64(ch), x, xg, y, yg, tab, dims, block, skip,
-                                       nchunk))
+    run_chunks(_avg_channels_chunk, at, (x, xg, y, yg, tab, dims, block, skip, nchunk), nchunk)
 
 
 def _narrow(x):  # pragma: no cover - typing stub
@@ -830,7 +825,7 @@ def _avg_lanewise_chunk(ch, x, xg, y, yg, tab, dims, band_limit, block, skip, nc
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk):
     """The average forward for small windows: ``LANES`` planes side by side, so the loop
     overhead of a small window is paid once for all of them; a work item is one output row of
@@ -854,10 +849,9 @@ def avg_pool_lanewise(at, x, xg, y, yg, tab, dims, band_limit, block, skip, nchu
     bookkeeping, which 8 planes left at 20-30 cycles an element, is paid once for up to 128
     (float32 4x512x14x14 -> 5x5 2.2x, 64x512x14x14 -> 5x5 1.3x, bfloat16 2.0x, float64 1.4x;
     Zen 4)."""
-    for ch in prange(nchunk):
-        call(_avg_lanewise_chunk, at, (
-            np.int64(ch), x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk
-        ))
+    run_chunks(_avg_lanewise_chunk, at, (
+        x, xg, y, yg, tab, dims, band_limit, block, skip, nchunk
+    ), nchunk)
 
 
 def _vector_source(x, b, n, buf):  # pragma: no cover - typing stub
@@ -944,13 +938,11 @@ def _avg_runs_chunk(ch, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
             put(y, yo + ow * yw, _mean(x, t, k))
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def avg_pool_runs(at, x, xg, y, yg, tab, dims, skip, prefetch, nchunk):
     """The average forward when every window is one contiguous run of memory: global pooling
     of contiguous planes (``OD == OH == OW == 1``), windows that are whole rows (``OD == D``,
     ``OH == H``, ``OW == 1``: (None, 1)), and windows along rows (``OD == D``, ``OH == H``: every
     1-D problem), ``xw == 1``. A work item is one window, or one row of windows: a lane-order
     sum at memory speed with no per-row bookkeeping (:func:`_run_sum`)."""
-    for ch in prange(nchunk):
-        call(_avg_runs_chunk, at,
-             (np.int64(ch), x, xg, y, yg, tab, dims, skip, prefetch, nchunk))
+    run_chunks(_avg_runs_chunk, at, (x, xg, y, yg, tab, dims, skip, prefetch, nchunk), nchunk)

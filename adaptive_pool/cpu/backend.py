@@ -1,4 +1,4 @@
-"""The CPU backend: NumPy arrays in, ``@njit(parallel=True)`` kernels, NumPy arrays out."""
+"""The CPU backend: NumPy arrays in, compiled kernels on Numba's threads, NumPy arrays out."""
 
 from __future__ import annotations
 

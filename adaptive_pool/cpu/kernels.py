@@ -1,4 +1,4 @@
-"""The CPU kernels: one ``@njit(parallel=True, cache=True)`` body per algorithm.
+"""The CPU kernels: one ``@njit(cache=True)`` body per algorithm, run on Numba's threads.
 
 They live in a module per operator (:mod:`.avg_forward`, :mod:`.avg_backward` and the NaN
 counts it divides by, :mod:`.nan_counts`; :mod:`.max_forward`, :mod:`.max_backward`), what they
@@ -80,9 +80,9 @@ __all__ = [
 
 #: The chunk function of each kernel: ``chunk(0, *args, 1)`` is ``kernel(*args, 1)`` on the
 #: calling thread, with the same result (a chunk returns its first flagged position where the
-#: kernel returns the first of all), without the parallel launch (2-3 us) or a compile of the
-#: parfor. Each kernel is a ``prange`` loop over its chunk function, but a final reduction of
-#: ``bad`` flags.
+#: kernel returns the first of all), without the parallel launch (about 1 us) or a compile of
+#: the kernel. Each kernel runs its chunk function for every chunk in one parallel region
+#: (:func:`~adaptive_pool.cpu.calls.run_chunks`), but a final reduction of ``bad`` flags.
 CHUNKS = {
     avg_pool_direct: _avg_direct_chunk,
     avg_pool_rowwise: _avg_rowwise_chunk,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from ..windows import axes_layout, index_in_window
 from .access import acc, borrow, dec, decodes, get, keep, load_row, put, scratch, store_row
-from .calls import call
-from .work import _BODY, _JIT, _chunk, _first_flagged, _item_outputs, _step, _unravel
+from .calls import run_chunks
+from .work import _BODY, _chunk, _first_flagged, _item_outputs, _step, _unravel
 
 
 #: Planes up to this many elements are checked with :func:`_divmod_magic`.
@@ -95,15 +95,14 @@ def _first_bad_chunk(ch, ind, ig, tab, dims, bad, nchunk):
     return first
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def first_bad_index(at, ind, ig, tab, dims, bad, nchunk):
     """The C-order position of the first index outside its window, or -1.
 
     Each output row flags its first bad ow (``bad[r]``, one per ``(n, c, od, oh)``) in
     parallel; the first flag wins.
     """
-    for ch in prange(nchunk):
-        call(_first_bad_chunk, at, (np.int64(ch), ind, ig, tab, dims, bad, nchunk))
+    run_chunks(_first_bad_chunk, at, (ind, ig, tab, dims, bad, nchunk), nchunk)
     return _first_flagged(bad, dims[7])
 
 
@@ -158,7 +157,7 @@ def _max_backward_chunk(ch, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item,
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def max_pool_backward(at, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk):
     """Gather: ``gi[i] = sum of go[o] over covering o with ind[o] == i``, in ascending o.
 
@@ -168,10 +167,9 @@ def max_pool_backward(at, go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, n
     Indices must have passed :func:`first_bad_index`: an index inside its window lands only in
     rows (and columns) its output cell covers, so this is exactly the per-element gather.
     """
-    for ch in prange(nchunk):
-        call(_max_backward_chunk, at, (
-            np.int64(ch), go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk
-        ))
+    run_chunks(_max_backward_chunk, at, (
+        go, gog, ind, ig, gi, gig, tab, dims, rows_per_item, nchunk
+    ), nchunk)
 
 
 @numba.njit(**_BODY)
@@ -420,7 +418,7 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
                   nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward_sparse`: returns the C-order position of its
     first bad index, or -1 (``bad`` is the kernel's, for the chunks' results)."""
-    go, ind, gi, bad = borrow(go), borrow(ind), borrow(gi), borrow(bad)
+    go, ind, gi = borrow(go), borrow(ind), borrow(gi)  # (bad too, and its one store vanished)
     lo, nn = borrow(lo), borrow(nn)
     N, C, D, H, W, OD, OH, OW = dims
     g0, gn, gc, gd, gh, gw = gog
@@ -539,10 +537,11 @@ def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write
         if c >= C:
             n, c = n + c // C, c % C
     keep(owners)
+    bad[ch] = found
     return found
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def max_pool_backward_sparse(
     at, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint, nchunk
 ):
@@ -575,10 +574,8 @@ def max_pool_backward_sparse(
     against a zeroed allocation). Planes must be at most
     ``2**22`` elements (:func:`_check_plane`).
     """
-    for ch in prange(nchunk):
-        bad[ch] = call(_sparse_chunk, at, (
-            np.int64(ch), go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
-            nchunk,
-        ))
+    run_chunks(_sparse_chunk, at, (
+        go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint, nchunk
+    ), nchunk)
     # chunks in plane order: the first that found one has the first
     return _first_flagged(bad[:nchunk], 0)

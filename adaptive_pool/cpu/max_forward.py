@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from ..windows import axes_layout
 from .access import borrow, dec, key, key_nan, prefetch_run
-from .calls import call
+from .calls import run_chunks
 from .work import (
-    LANES, OUTPUT_BUFFER, _BODY, _JIT, _forward_item, _chunk, _interleave_band, _step,
+    LANES, OUTPUT_BUFFER, _BODY, _forward_item, _chunk, _interleave_band, _step,
     _output_buffer, _store_outputs, _unravel,
 )
 
@@ -198,7 +198,7 @@ def _max_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, n
         bl, od, c, n = _step(bl, od, c, n, nb, OD, C)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk):
     """Max over each window with its flat in-plane index; a work item is ``rpi`` output rows
     of one ``(n, c, od)``.
@@ -227,10 +227,9 @@ def max_pool(at, x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nch
     Positions are int32 (twice the lanes of int64). Windows with a NaN, or whose positions
     reach ``tracked``, are located by :func:`_rescan` instead.
     """
-    for ch in prange(nchunk):
-        call(_max_chunk, at, (
-            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk
-        ))
+    run_chunks(_max_chunk, at, (
+        x, xg, y, yg, ind, ig, tab, dims, rpi, part, tracked, skip, nchunk
+    ), nchunk)
 
 
 #: Runs of :func:`_run_argmax` up to this long are scanned element by element: with int64
@@ -347,15 +346,14 @@ def _max_runs_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
         oh, od, c, n = _step(oh, od, c, n, OH, OD, C)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def max_pool_runs(at, x, xg, y, yg, ind, ig, tab, dims, skip, nchunk):
     """The max forward when every window is one contiguous run of memory: the windows of
     :func:`avg_pool_runs` (global pooling, (None, 1), ...) and windows along rows (each
     window one element deep in d and h: every 1-D problem); a work item is one output row.
     The same result as :func:`max_pool`, without its per-row position bookkeeping, which cost
     more than the comparisons on small planes (110 ns a 7x7 plane)."""
-    for ch in prange(nchunk):
-        call(_max_runs_chunk, at, (np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, skip, nchunk))
+    run_chunks(_max_runs_chunk, at, (x, xg, y, yg, ind, ig, tab, dims, skip, nchunk), nchunk)
 
 
 def _by_keys(x):  # pragma: no cover - typing stub
@@ -485,7 +483,7 @@ def _max_channels_chunk(ch, x, xg, y, yg, ind, ig, tab, dims, block, skip, prefe
             cb, oh, od, n = _step(cb, oh, od, n, CB, OH, OD)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, block, skip, prefetch, nchunk):
     """The max forward of inputs whose channels are adjacent in memory (``xc == 1``:
     PyTorch's channels-last layout): up to ``block`` channels at a time, each
@@ -502,7 +500,6 @@ def max_pool_channels(at, x, xg, y, yg, ind, ig, tab, dims, block, skip, prefetc
     compared as channels (float32 4x512x14x14 -> 5x5 3.0x, float64 3.9x, 16-bit 3.7x against
     :func:`max_pool`, one plane at a time; Zen 4). With ``prefetch``, channels-last inputs
     are prefetched a window ahead (:func:`_channel_max_row`)."""
-    for ch in prange(nchunk):
-        call(_max_channels_chunk, at, (
-            np.int64(ch), x, xg, y, yg, ind, ig, tab, dims, block, skip, prefetch, nchunk
-        ))
+    run_chunks(_max_channels_chunk, at, (
+        x, xg, y, yg, ind, ig, tab, dims, block, skip, prefetch, nchunk
+    ), nchunk)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import prange
 
 from ..windows import axes_layout
 from .access import borrow, get, keep
-from .calls import call
+from .calls import run_chunks
 from .lanes import add_numbers, count_bits, count_ones, number_bits, number_word
-from .work import LANES, _BODY, _JIT, _chunk, _step, _unravel, _window_extent
+from .work import LANES, _BODY, _chunk, _step, _unravel, _window_extent
 
 
 #: The most bit words (8 bytes each) a work item of the NaN-skipping row gather keeps for its
@@ -174,7 +173,7 @@ def _count_chunk(ch, x, xg, cnt, tab, dims, planes, nchunk):
     keep(owners)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_BODY)
 def count_valid(at, x, xg, cnt, tab, dims, planes, nchunk):
     """``cnt[o]``: how many elements of window ``o`` are not NaN (C order of the outputs): the
     divisors of the NaN-skipping average backward. Counts are exact integers, so any order
@@ -182,5 +181,4 @@ def count_valid(at, x, xg, cnt, tab, dims, planes, nchunk):
     (vectorised), then each window's columns summed; or, with ``planes`` (unit-stride rows of
     at most 64 elements, planes of fewer than 2**31), one output row of ``LANES`` planes: a
     bit mask per row and plane, then each window's popcounts, the planes side by side."""
-    for ch in prange(nchunk):
-        call(_count_chunk, at, (np.int64(ch), x, xg, cnt, tab, dims, planes, nchunk))
+    run_chunks(_count_chunk, at, (x, xg, cnt, tab, dims, planes, nchunk), nchunk)

@@ -14,13 +14,10 @@ from .access import NATIVE_MASKS
 from .lanes import PLANES, interleave_planes, store_channel_runs, vector_runs
 
 
-#: The kernels: each is a one-line ``prange`` loop over chunks, calling a plain function that
-#: does a chunk's work (``_BODY``) through its address ``at`` (:mod:`~adaptive_pool.cpu.calls`).
-#: Numba's parfor passes (copy propagation, fusion, a second typing and lowering of the loop
-#: body as a gufunc) grow faster than the body they work on, and a callee called by name is
-#: linked into the gufunc and the kernel and optimised again in each: a chunk function called
-#: by address is typed, lowered and optimised once.
-_JIT = dict(parallel=True, cache=True, nogil=True, error_model="numpy")
+#: Compile options of the kernels and their chunk functions. A kernel is one call of
+#: :func:`~adaptive_pool.cpu.calls.run_chunks`, which runs its chunk function (a chunk's work)
+#: on Numba's threads through the function's address ``at``: the chunk's code is typed,
+#: lowered and optimised once, and no parfor is compiled around it.
 _BODY = dict(nogil=True, cache=True, error_model="numpy")
 
 
