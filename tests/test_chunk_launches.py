@@ -120,3 +120,20 @@ def test_a_last_store_into_a_borrowed_argument_is_kept():
     flag = np.zeros(3, np.int64)
     assert _last_store(1, np.arange(5.0), flag) == -1
     assert flag.tolist() == [0, -1, 0]
+
+
+@numba.njit(nogil=True)
+def _fill(ch, a, b):
+    a[ch] = ch
+    b[ch] = -ch
+
+
+@numba.njit(nogil=True)
+def _launch_uniform(at, a, b, nchunk):
+    run_chunks(_fill, at, (a, b), nchunk)
+
+
+def test_arguments_of_one_type_a_uniform_tuple():
+    a, b = np.zeros(6, np.int64), np.zeros(6, np.int64)
+    _launch_uniform(address(_fill, (a, b)), a, b, 6)
+    assert a.tolist() == list(range(6)) and b.tolist() == [-k for k in range(6)]

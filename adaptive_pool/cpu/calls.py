@@ -45,15 +45,23 @@ def call(typingctx, chunk, at, args):
 
     def codegen(context, builder, sig, llargs):
         _, addr, tup = llargs
-        fnty = context.call_conv.get_function_type(restype, argtys)
-        fn = builder.inttoptr(addr, fnty.as_pointer())
-        values = [builder.extract_value(tup, k) for k in range(len(argtys))]
-        status, result = context.call_conv.call_function(builder, fn, restype, argtys, values)
-        with cgutils.if_unlikely(builder, status.is_error):
-            context.call_conv.return_status_propagate(builder, status)
-        return result
+        values = cgutils.unpack_tuple(builder, tup, len(argtys))
+        return _call_at(context, builder, addr, restype, argtys, values, True)
 
     return restype(chunk, at, args), codegen
+
+
+def _call_at(context, builder, addr, restype, argtys, values, propagate):
+    """The result of the function of Numba's calling convention at ``addr`` (its status where
+    not ``propagate``: else an exception it raised returns from the caller)."""
+    fnty = context.call_conv.get_function_type(restype, argtys)
+    status, result = context.call_conv.call_function(
+        builder, builder.inttoptr(addr, fnty.as_pointer()), restype, argtys, values)
+    if not propagate:
+        return status
+    with cgutils.if_unlikely(builder, status.is_error):
+        context.call_conv.return_status_propagate(builder, status)
+    return result
 
 
 def _reload_threads() -> None:
@@ -94,10 +102,9 @@ def run_chunks(typingctx, chunk, at, args, nchunk):
         n = context.cast(builder, n, sig.args[3], types.int64)
         context.active_code_library._reload_init.add(_reload_threads)
         mod = builder.module
-        fnty = context.call_conv.get_function_type(restype, argtys)
         # what the threads share: the chunk's address, its arguments, a flag for an exception
         shared = ir.LiteralStructType([_I64, context.get_value_type(args), _I64])
-        body = _chunk_body(context, mod, shared, fnty, restype, argtys)
+        body = _chunk_body(context, mod, shared, restype, argtys)
         data = cgutils.alloca_once(builder, shared)
         builder.store(addr, cgutils.gep_inbounds(builder, data, 0, 0))
         builder.store(tup, cgutils.gep_inbounds(builder, data, 0, 1))
@@ -106,15 +113,11 @@ def run_chunks(typingctx, chunk, at, args, nchunk):
         threads = builder.call(cgutils.get_or_insert_function(
             mod, ir.FunctionType(_I64, []), "get_num_threads"), [])
         threads = builder.select(builder.icmp_signed("<", n, threads), n, threads)
-        fn = builder.inttoptr(addr, fnty.as_pointer())
-        values = [builder.extract_value(tup, k) for k in range(len(argtys) - 1)]
+        values = cgutils.unpack_tuple(builder, tup, len(argtys) - 1)
 
         def serially():
             with cgutils.for_range(builder, n) as loop:
-                status, _ = context.call_conv.call_function(
-                    builder, fn, restype, argtys, [loop.index, *values])
-                with cgutils.if_unlikely(builder, status.is_error):
-                    context.call_conv.return_status_propagate(builder, status)
+                _call_at(context, builder, addr, restype, argtys, [loop.index, *values], True)
 
         with builder.if_else(builder.icmp_signed(">", threads, _I64(1))) as (par, ser):
             with par:
@@ -142,7 +145,7 @@ def run_chunks(typingctx, chunk, at, args, nchunk):
     return types.none(chunk, at, args, nchunk), codegen
 
 
-def _chunk_body(context, mod, shared, fnty, restype, argtys):
+def _chunk_body(context, mod, shared, restype, argtys):
     """The gufunc-shaped function ``numba_parallel_for`` calls for each chunk: ``(args, dims,
     steps, data)``, chunk ``args[0] - data``. One per module and chunk signature (it calls the
     chunk through the address in ``data``)."""
@@ -159,9 +162,8 @@ def _chunk_body(context, mod, shared, fnty, restype, argtys):
     sh = b.bitcast(data, shared.as_pointer())
     at = b.load(cgutils.gep_inbounds(b, sh, 0, 0))
     tup = b.load(cgutils.gep_inbounds(b, sh, 0, 1))
-    values = [ch] + [b.extract_value(tup, k) for k in range(len(argtys) - 1)]
-    status, _ = context.call_conv.call_function(
-        b, b.inttoptr(at, fnty.as_pointer()), restype, argtys, values)
+    values = [ch, *cgutils.unpack_tuple(b, tup, len(argtys) - 1)]
+    status = _call_at(context, b, at, restype, argtys, values, False)
     with b.if_then(status.is_error, likely=False):
         b.store_atomic(_I64(1), cgutils.gep_inbounds(b, sh, 0, 2), "monotonic", 8)
     b.ret_void()

@@ -417,8 +417,10 @@ def _gradients_impl(go, gv, gb, direct):
 def _sparse_chunk(ch, go, gog, ind, ig, gi, gig, dims, lo, nn, group, bad, write, disjoint,
                   nchunk):
     """Chunk ``ch`` of :func:`max_pool_backward_sparse`: returns the C-order position of its
-    first bad index, or -1 (``bad`` is the kernel's, for the chunks' results)."""
-    go, ind, gi = borrow(go), borrow(ind), borrow(gi)  # (bad too, and its one store vanished)
+    first bad index, or -1, and stores it in ``bad[ch]`` (the kernel's flags)."""
+    # (not bad: Numba's dead-code elimination does not see a borrow unpacked from a tuple as
+    # its argument, and dropped the one store into it; see access._borrow_aliases)
+    go, ind, gi = borrow(go), borrow(ind), borrow(gi)
     lo, nn = borrow(lo), borrow(nn)
     N, C, D, H, W, OD, OH, OW = dims
     g0, gn, gc, gd, gh, gw = gog
