@@ -104,6 +104,35 @@ def test_a_kernel_from_the_cache_starts_the_threads_it_links_to(tmp_path):
     assert runs[1].stdout.strip() == f"{list(range(1, 9))} 1"  # loaded, and it ran
 
 
+_LAYER = """
+import sys
+import numba
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import launched
+from adaptive_pool.cpu.calls import address
+for n in (1, 2, 3, 7, 16):
+    out = np.zeros(n, np.int64)
+    args = (out, np.int64(n))
+    launched.kernel(address(launched.chunk, args), *args)
+    assert out.tolist() == list(range(1, n + 1)), (n, out)
+print(numba.threading_layer())
+"""
+
+
+@pytest.mark.parametrize("layer", ["workqueue", "omp"])
+def test_every_layer_runs_every_chunk_once(tmp_path, layer):
+    # workqueue hands each thread a block of chunks in one call of the body, OpenMP's layer one
+    # chunk at a time; a body that ran only the first of its block passed on OpenMP alone
+    (tmp_path / "launched.py").write_text(_MODULE.replace("cache=True, ", ""))
+    env = {"NUMBA_THREADING_LAYER": layer, "NUMBA_NUM_THREADS": "2", "PATH": "",
+           "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", _LAYER, str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == layer
+
+
 @numba.njit(nogil=True)
 def _last_store(ch, a, flag):
     a, flag = borrow(a), borrow(flag)

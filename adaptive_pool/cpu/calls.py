@@ -121,8 +121,8 @@ def run_chunks(typingctx, chunk, at, args, nchunk):
 
         with builder.if_else(builder.icmp_signed(">", threads, _I64(1))) as (par, ser):
             with par:
-                # the threading layer's loop hands iteration r the pointer ``data + r``
-                # (its one "array", of step 1): the body takes its chunk from that
+                # the threading layer hands a block of iterations from r on the pointer
+                # ``data + r`` (its one "array", of step 1): the body takes its chunks from that
                 ptr = builder.bitcast(data, _BYTES)
                 argv = cgutils.alloca_once_value(builder, ptr)
                 dims = cgutils.alloca_once_value(builder, n)
@@ -146,9 +146,9 @@ def run_chunks(typingctx, chunk, at, args, nchunk):
 
 
 def _chunk_body(context, mod, shared, restype, argtys):
-    """The gufunc-shaped function ``numba_parallel_for`` calls for each chunk: ``(args, dims,
-    steps, data)``, chunk ``args[0] - data``. One per module and chunk signature (it calls the
-    chunk through the address in ``data``)."""
+    """The gufunc-shaped function ``numba_parallel_for`` calls for each block of chunks:
+    ``(args, dims, steps, data)``, chunks ``args[0] - data`` on, ``dims[0]`` of them. One per
+    module and chunk signature (it calls the chunk through the address in ``data``)."""
     key = f"{restype}{argtys}".encode()
     name = "adaptive_pool.chunk_body." + hashlib.sha1(key).hexdigest()[:16]
     fn = cgutils.get_or_insert_function(mod, ir.FunctionType(
@@ -157,15 +157,17 @@ def _chunk_body(context, mod, shared, restype, argtys):
         return fn
     fn.linkage = "internal"
     b = ir.IRBuilder(fn.append_basic_block())
-    argv, _, _, data = fn.args
-    ch = b.sub(b.ptrtoint(b.load(argv), _I64), b.ptrtoint(data, _I64))
+    argv, dims, _, data = fn.args
+    first = b.sub(b.ptrtoint(b.load(argv), _I64), b.ptrtoint(data, _I64))
     sh = b.bitcast(data, shared.as_pointer())
     at = b.load(cgutils.gep_inbounds(b, sh, 0, 0))
-    tup = b.load(cgutils.gep_inbounds(b, sh, 0, 1))
-    values = [ch, *cgutils.unpack_tuple(b, tup, len(argtys) - 1)]
-    status = _call_at(context, b, at, restype, argtys, values, False)
-    with b.if_then(status.is_error, likely=False):
-        b.store_atomic(_I64(1), cgutils.gep_inbounds(b, sh, 0, 2), "monotonic", 8)
+    values = cgutils.unpack_tuple(b, b.load(cgutils.gep_inbounds(b, sh, 0, 1)), len(argtys) - 1)
+    # a block of chunks: OpenMP's layer hands out one at a time, workqueue's and TBB's ranges
+    with cgutils.for_range(b, b.load(dims)) as loop:
+        status = _call_at(context, b, at, restype, argtys, [b.add(first, loop.index), *values],
+                          False)
+        with b.if_then(status.is_error, likely=False):
+            b.store_atomic(_I64(1), cgutils.gep_inbounds(b, sh, 0, 2), "monotonic", 8)
     b.ret_void()
     return fn
 
