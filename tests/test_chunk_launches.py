@@ -80,24 +80,34 @@ def kernel(at, out, n):
     run_chunks(chunk, at, (out, n), n)
 """
 
-_CALL = """
+_PRELUDE = """
 import sys
+import numba
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 import launched
 from adaptive_pool.cpu.calls import address
-out = np.zeros(8, np.int64)
-args = (out, np.int64(8))
-launched.kernel(address(launched.chunk, args), *args)
-print(out.tolist(), sum(launched.kernel.stats.cache_hits.values()))
+
+def launch(n):
+    out = np.zeros(n, np.int64)
+    args = (out, np.int64(n))
+    launched.kernel(address(launched.chunk, args), *args)
+    return out
 """
 
 
+def _launched(tmp_path, script: str, module: str = _MODULE, **env: str):
+    """``_PRELUDE + script`` run in a fresh process, ``launched`` being ``module``."""
+    (tmp_path / "launched.py").write_text(module)
+    return subprocess.run([sys.executable, "-c", _PRELUDE + script, str(tmp_path)],
+                          env={"PATH": "", "HOME": str(tmp_path), **env},
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_a_kernel_from_the_cache_starts_the_threads_it_links_to(tmp_path):
-    (tmp_path / "launched.py").write_text(_MODULE)
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "", "HOME": str(tmp_path)}
-    runs = [subprocess.run([sys.executable, "-c", _CALL, str(tmp_path)], env=env,
-                           capture_output=True, text=True, timeout=120) for _ in range(2)]
+    script = "print(launch(8).tolist(), sum(launched.kernel.stats.cache_hits.values()))\n"
+    runs = [_launched(tmp_path, script, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+            for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
     assert runs[0].stdout.split("]")[1].strip() == "0"  # compiled
@@ -105,16 +115,8 @@ def test_a_kernel_from_the_cache_starts_the_threads_it_links_to(tmp_path):
 
 
 _LAYER = """
-import sys
-import numba
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import launched
-from adaptive_pool.cpu.calls import address
 for n in (1, 2, 3, 7, 16):
-    out = np.zeros(n, np.int64)
-    args = (out, np.int64(n))
-    launched.kernel(address(launched.chunk, args), *args)
+    out = launch(n)
     assert out.tolist() == list(range(1, n + 1)), (n, out)
 print(numba.threading_layer())
 """
@@ -124,11 +126,8 @@ print(numba.threading_layer())
 def test_every_layer_runs_every_chunk_once(tmp_path, layer):
     # workqueue hands each thread a block of chunks in one call of the body, OpenMP's layer one
     # chunk at a time; a body that ran only the first of its block passed on OpenMP alone
-    (tmp_path / "launched.py").write_text(_MODULE.replace("cache=True, ", ""))
-    env = {"NUMBA_THREADING_LAYER": layer, "NUMBA_NUM_THREADS": "2", "PATH": "",
-           "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-c", _LAYER, str(tmp_path)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = _launched(tmp_path, _LAYER, _MODULE.replace("cache=True, ", ""),
+                  NUMBA_THREADING_LAYER=layer, NUMBA_NUM_THREADS="2")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == layer
 

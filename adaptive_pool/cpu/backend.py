@@ -620,10 +620,9 @@ class CpuBackend:
             cdims, ctab = columns
             run, serial = self._runner(kernels.avg_pool_backward_columns, work)
             nch = self._chunks(n * c * cdims[5] * cdims[6], serial)
-            prefetch = streamed
 
             def call(run, gf, if_, xf):
-                run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, prefetch,
+                run(gf, gg, if_, ig, ctab, cdims, xf if reads_x else gf, xg_, skip, streamed,
                     nch)
 
             return _bind(call, (run,), like, base, reads_x)
