@@ -316,6 +316,45 @@ def _accumulate(builder, run, off, mask, acc, cnt):
     builder.store(builder.fadd(builder.load(acc), d), acc)
 
 
+def _accumulate_lanes(builder, run, off, lo, hi, acc, cnt):
+    """:func:`_accumulate` with ``cnt`` of lanes ``lo <= i < hi`` only (lane ``i`` reads
+    ``run[off + i]``), one 64-byte register of accumulators at a time: a register that holds
+    none of those lanes is neither loaded nor tested nor added to (a float32 row of 16 is one
+    register of the two, a float64 row of 8 one of the four, where the 32-lane masked load,
+    test and add took them all: the NaN-skipping sums of rows 1.3-2x faster). Each register's
+    numbers are added by a masked add (the same bits: a lane is never -0.0)."""
+    acc_ty = acc.type.pointee
+    width = 8 if isinstance(acc_ty.element, ir.DoubleType) else 16
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+    zero, top = ir.Constant(i64, 0), ir.Constant(i64, width)
+    for p in range(_LANES // width):
+        first = ir.Constant(i64, p * width)
+        inside = builder.and_(builder.icmp_signed("<", lo, builder.add(first, top)),
+                              builder.icmp_signed(">", hi, first))
+        with builder.if_then(inside):
+            a, b = builder.sub(lo, first), builder.sub(hi, first)
+            a = builder.select(builder.icmp_signed("<", a, zero), zero, a)
+            b = builder.select(builder.icmp_signed(">", b, top), top, b)
+            mask = _lane_range(builder, a, b, width)
+            v = _masked(builder, "load", ir.VectorType(run.vec.element, width),
+                        run.part(builder.add(off, first), width), run.size, mask)
+            d = _decode(builder, v, run.dtype, ir.VectorType(acc_ty.element, width))
+            ok = run.numbers(v, mask)
+            bits = _popcount(builder, builder.bitcast(ok, ir.IntType(width)))
+            builder.store(builder.add(builder.load(cnt), builder.zext(bits, i64)), cnt)
+            whole = builder.load(acc)
+            part = ir.Constant(ir.VectorType(i32, width), list(range(p * width, (p + 1) * width)))
+            old = builder.shuffle_vector(whole, whole, part)
+            new = builder.select(ok, builder.fadd(old, d), old)
+            # the register put back among the others: lane i of ``whole``, or of ``new`` where
+            # it lies in the register (``new`` repeated to 32 lanes, so its lane i % width)
+            wide = builder.shuffle_vector(new, new, ir.Constant(
+                ir.VectorType(i32, _LANES), [i % width for i in range(_LANES)]))
+            pick = [_LANES + i if p * width <= i < (p + 1) * width else i for i in range(_LANES)]
+            builder.store(builder.shuffle_vector(whole, wide, ir.Constant(
+                ir.VectorType(i32, _LANES), pick)), acc)
+
+
 def _stretches(builder, j, start, n, name, stretch):
     """``stretch(k, L, m)`` for each stretch of a segment of ``n`` elements whose first goes
     into lane ``start % 32``: its ``m`` elements from element ``k`` on, into lanes ``L .. L + m
@@ -990,8 +1029,14 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
 
         def segment(at, L, m):
             """Elements ``at .. at + m - 1`` into lanes ``L .. L + m - 1`` (``L + m <= 32``)."""
+            if skip_on:
+                _accumulate_lanes(builder, run, builder.sub(at, L), L, builder.add(L, m), acc,
+                                  cnt)
+                return
+            # (plain sums by register: float64 2-D windows 1.23x, but 3-D ones 0.79-0.85x
+            # and float32 0.97-1.00x; they run at the memory's speed)
             mask = _lane_range(builder, L, builder.add(L, m))
-            _accumulate(builder, run, builder.sub(at, L), mask, acc, cnt if skip_on else None)
+            _accumulate(builder, run, builder.sub(at, L), mask, acc, None)
 
         short = builder.icmp_signed("<=", nw, full)
         with cgutils.for_range(builder, nd) as ld:
