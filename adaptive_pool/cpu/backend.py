@@ -485,7 +485,8 @@ class CpuBackend:
         ):
             return "runs"
         # Where 8 planes side by side also serve, they took 0.35-0.87x the time of the rows
-        # summed in registers with skipna (every dtype), and on Zen 4 (SPLIT_512) 0.38-1.02x
+        # summed in registers with skipna (every dtype) while each row took all 32 lanes (now
+        # its registers only: _SKIPNA_ROWS), and on Zen 4 (SPLIT_512) 0.38-1.02x
         # in float32 and 16 bits, in float64 0.34-0.95x for small windows of small planes
         # (_PLANES_FIRST_WINDOW) but up to 2.4x for larger ones; Zen 5 took the rows in
         # 0.4-1.0x the planes' time in float32 (_ROWS_WIDTH; performance-kernels.md,
