@@ -317,16 +317,17 @@ def test_wide_windows_row_by_row_except_on_zen_4(dtype, dims, split, order, monk
      (np.float64, (4, 64, 16, 56, 56, 4, 7, 7), True, "lanewise"),  # windows deeper than d
      (np.float64, (8, 64, 1, 112, 112, 1, 7, 7), False, "direct"),  # plain sums
      (np.float32, (8, 64, 1, 112, 112, 1, 7, 7), True, "direct"),  # rows of 16
-     (np.float32, (16, 64, 1, 64, 64, 1, 8, 8), True, "lanewise"),  # rows of 8
+     (np.float32, (16, 64, 1, 64, 64, 1, 8, 8), True, "lanewise"),  # rows of 8, 17 MB
+     (np.float32, (32, 256, 1, 56, 56, 1, 7, 7), True, "direct"),  # rows of 8, 103 MB
      (np.uint16, (8, 64, 1, 112, 112, 1, 7, 7), True, "lanewise")],
 )
 def test_nan_skipping_orders_by_row_width(dtype, dims, skipna, order, monkeypatch):
     """float64 NaN-skipping windows 16 wide or more of inputs larger than the last-level
     cache go row by row (where the vector segments, prefetched, beat 8 planes side by side
     and the window-by-window order); other NaN-skipping windows one plane deep whose rows fill
-    a register of lanes (float64 8 wide, float32 16) are summed in registers, window by window
-    (``_SKIPNA_ROWS``); narrower float32 rows, 16-bit ones and deeper windows go 8 planes side
-    by side; plain sums keep their order."""
+    a register of lanes (float64 8 wide, float32 16; float32 8 from memory) are summed in
+    registers, window by window (``_SKIPNA_ROWS``); narrower float32 rows, 16-bit ones and
+    deeper windows go 8 planes side by side; plain sums keep their order."""
     from adaptive_pool.cpu import backend  # noqa: PLC0415
 
     monkeypatch.setattr(backend, "SPLIT_512", False)

@@ -506,7 +506,8 @@ class CpuBackend:
         # NaN-skipping windows one plane deep whose rows fill a register of lanes (float32
         # 16 wide, float64 8 on average): rows in registers (_SKIPNA_ROWS)
         rows_skipna = (skipna and od == d and not SPLIT_512 and itemsize in _SKIPNA_ROWS
-                       and w >= _SKIPNA_ROWS[itemsize] * ow)
+                       and w >= _SKIPNA_ROWS[itemsize][
+                           n * c * d * h * w * itemsize > _CACHED_INPUT] * ow)
         planes_first = lanewise and (
             (skipna and not rows_skipna) or itemsize == 2
             or (SPLIT_512 and (itemsize != 8 or small))
@@ -1341,15 +1342,16 @@ _ROWWISE_CACHED = 1.5
 
 #: The NaN-skipping average's windows one plane deep take the rows in registers
 #: (``lanes.rows_sum``, each row's register of lanes alone) where their rows are at least this
-#: wide on average (by item size), else 8 planes side by side (Zen 5, two threads, forced
-#: orders, us, rows / planes; float64: 32x256x56x56 -> 7x7 5594 / 7496, 16x64x64x64 -> 8x8
-#: 701 / 1064, -> 5x5 672 / 990, 64x512x32x32 -> 4x4 5629 / 10753, 4x64x64x64 -> 8x8 169 / 208,
-#: 2x64x128x128 -> 8x8 240 / 329; float32, rows of 16 and more: 16x64x128x128 -> 6x6 1653 /
-#: 2006, 8x64x112x112 -> 7x7 489 / 579, 2x64x128x128 -> 8x8 164 / 180, but rows of 8 and 13 in
-#: the cache 0.80-0.89x (16x64x64x64 -> 8x8 632 / 578, -> 5x5 484 / 420), from memory
-#: 1.03-1.13x). Wider float64 rows read from memory stay row by row (see _avg_order); 16-bit
-#: ones, decoded row by row, stay 8 planes wide.
-_SKIPNA_ROWS = {4: 16, 8: 8}
+#: wide on average (by item size; inputs in the last-level cache, from memory), else 8 planes
+#: side by side (Zen 5, two threads, forced orders, us, rows / planes; float64: 32x256x56x56 ->
+#: 7x7 5594 / 7496, 16x64x64x64 -> 8x8 701 / 1064, -> 5x5 672 / 990, 64x512x32x32 -> 4x4 5629 /
+#: 10753, 4x64x64x64 -> 8x8 169 / 208, 2x64x128x128 -> 8x8 240 / 329; float32, rows of 16 and
+#: more: 16x64x128x128 -> 6x6 1653 / 2006, 8x64x112x112 -> 7x7 489 / 579, 2x64x128x128 -> 8x8
+#: 164 / 180; rows of 8 from memory: 32x256x56x56 -> 7x7 3765 / 4719, 64x512x32x32 -> 4x4 5239
+#: / 5844, 16x64x128x128 -> 16x16 2485 / 2696, but in the cache 0.80-0.89x: 16x64x64x64 -> 8x8
+#: 632 / 578, -> 5x5 484 / 420, 8x64x112x112 -> 14x14 959 / 882). Wider float64 rows read from
+#: memory stay row by row (see _avg_order); 16-bit ones, decoded row by row, 8 planes wide.
+_SKIPNA_ROWS = {4: (16, 8), 8: (8, 8)}
 
 #: Average windows one plane deep whose rows of unit stride are at least this wide on average
 #: (and at most 32) take the direct order, each row a masked vector load or two added into the
