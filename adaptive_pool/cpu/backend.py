@@ -503,8 +503,8 @@ class CpuBackend:
                 and w >= _ROWWISE_WIDTH * ow and n * c * d * h * w * itemsize > _CACHED_INPUT):
             return "rowwise"
         small = longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE
-        # NaN-skipping windows one plane deep whose rows fill a register of lanes (float32
-        # 16 wide, float64 8 on average): rows in registers (_SKIPNA_ROWS)
+        # NaN-skipping windows one plane deep whose rows fill a register of lanes (float64 8
+        # wide on average, float32 16, or 8 from memory): rows in registers (_SKIPNA_ROWS)
         rows_skipna = (skipna and od == d and not SPLIT_512 and itemsize in _SKIPNA_ROWS
                        and w >= _SKIPNA_ROWS[itemsize][
                            n * c * d * h * w * itemsize > _CACHED_INPUT] * ow)

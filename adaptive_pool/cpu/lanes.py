@@ -1009,9 +1009,10 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
     The 32 lanes stay in registers. Row ``r`` starts at the window's position ``r * nw``, lane
     ``L = r * nw % 32``: its elements go on as segments of at most ``32 - L``, each one masked
     load placed at its lanes (the load starts ``L`` elements before the segment; masked-off
-    lanes read nothing and add +0.0) and one vector add. A row of up to 32 is one or two
-    segments without a loop (one loop over segments for every row took 5-8% longer on rows
-    13-21 wide, 128x128 -> 6x6 and 64x64 -> 5x5). The caller keeps every row inside
+    lanes read nothing and add +0.0) and one vector add; with ``skip`` and AVX-512, only the
+    64-byte registers of lanes it falls in (:func:`_accumulate_lanes`). A row of up to 32 is
+    one or two segments without a loop (one loop over segments for every row took 5-8% longer
+    on rows 13-21 wide, 128x128 -> 6x6 and 64x64 -> 5x5). The caller keeps every row inside
     ``src``."""
     if not (isinstance(src, types.Array) and src.ndim == 1 and vector_runs(src.dtype)):
         return None
