@@ -254,13 +254,15 @@ def test_narrow_rows_of_large_windows_take_eight_planes(dtype, dims, order):
 
 @pytest.mark.parametrize(
     "dtype,dims,order",
-    [(np.float64, (4, 64, 16, 56, 56, 4, 7, 7), "direct"),  # float64 planes read in place
+    [(np.float64, (2, 16, 32, 64, 64, 8, 4, 4), "direct"),  # float64 planes read in place
+     (np.float64, (4, 64, 16, 56, 56, 4, 7, 7), "lanewise"),  # rows of 8
      (np.float32, (4, 64, 16, 56, 56, 4, 7, 7), "lanewise"),  # copied
      (np.float64, (4, 64, 4, 16, 16, 2, 2, 2), "lanewise")],  # copied whole, many side by side
 )
 def test_float64_windows_deeper_than_a_plane(dtype, dims, order):
     """Windows deeper than one plane take the direct order (rows summed in registers) where
-    the 8-plane order would gather float64 planes in place; planes it copies keep it."""
+    the 8-plane order would gather float64 planes in place and rows are 16 wide or more;
+    rows of 8 and planes it copies keep it."""
     assert _avg_order(dtype, dims) == order
 
 

@@ -514,13 +514,17 @@ class CpuBackend:
         )
         # windows deeper than one plane: their bands do not follow each other for the direct
         # order's prefetch stream (2x64x32x224x224 -> 2x14x14 float32 73 ms, row by row 42),
-        # but where the 8-plane order would read float64 planes in place, gathering, rows in
-        # registers serve better (4x64x16x56x56 -> 4x7x7 9.1-9.5 -> 7.1 ms, -> 2x7x7 8.3 ->
-        # 5.9; 2x16x32x64x64 -> 8x4x4 1.37-1.45 -> 1.30; 2026-12-06)
+        # but where the 8-plane order would read float64 planes in place, gathering, rows of
+        # 16 or more in registers serve better (us, Zen 5, direct / 8 planes: 2x16x32x64x64
+        # -> 8x4x4 878 / 1134, 4x16x16x64x64 -> 4x4x4 860 / 1051, 2x64x16x64x64 -> 4x4x4 2777
+        # / 3446, 2x16x32x128x128 -> 8x8x8 7429 / 8051); rows of 8 no longer (4x64x16x56x56 ->
+        # 4x7x7 6269 / 2982, -> 2x7x7 7219 / 3192, 4x32x16x64x64 -> 4x8x8 4141 / 2291,
+        # 1x64x32x64x64 -> 4x8x8 4734 / 2662; on 2026-12-06, before the 8-plane order's later
+        # changes, 7.1 against 9.1-9.5 ms)
         if (
             NATIVE_MASKS and rows_in_place and not planes_first and xg[5] == 1
             and _ROWS_WIDTH * ow <= w and _longest(w, ow) <= kernels.SUM_LANES
-            and (od == d or (itemsize == 8
+            and (od == d or (itemsize == 8 and 2 * _ROWS_WIDTH * ow <= w
                              and kernels.LANES * d * h * w > _copied_band(dims, storage)
                              and _lanewise_block(c, d * h * w, xg, storage) == kernels.LANES))
         ):
