@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from adaptive_pool.cpu.lanes import (
-    PLANES, add_block, add_numbers, add_planes, add_segment, count_bits, count_ones, fill_run,
-    interleave_planes, number_bits, number_word, plane_row_words, rows_sum, run_count, run_fill,
-    run_sum, share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
+    PLANES, add_block, add_numbers, add_planes, add_segment, copy_numbers, count_bits, count_ones,
+    fill_run, interleave_planes, number_bits, number_word, plane_row_words, rows_sum, run_count,
+    run_fill, run_sum, share_planes, store_channel_runs, store_planes, sum_blocks, vector_runs,
 )
 from adaptive_pool.dtypes import bfloat16
 from reference import lane_sum
@@ -53,6 +53,11 @@ def _fill(dst, db, src, sb, n, share, other):
 @numba.njit
 def _zero(dst, db, src, sb, n, zero):
     run_fill(dst, db, src, sb, n, None, zero)
+
+
+@numba.njit
+def _copy(dst, db, row, rb, src, sb, n):
+    copy_numbers(dst, db, row, rb, src, sb, n)
 
 
 @numba.njit
@@ -164,6 +169,15 @@ def test_runs_sum_count_fill_and_zero_as_numpy_does(dtype, nan_share):
         np.testing.assert_array_equal(out[GUARD + n :], kept[GUARD + n :])
         np.testing.assert_array_equal(out[GUARD : GUARD + n],
                                       np.where(numbers, kept[GUARD : GUARD + n], 0.0))
+
+        # a row of stored elements copied where x holds numbers, +0.0 (all bits clear) elsewhere
+        row = rng.standard_normal(x.size).astype(dtype)
+        row[rng.random(x.size) < 0.2] = -0.0
+        out = np.full(x.size, 9.0, dtype)
+        _copy(out.view(xs.dtype), GUARD, row.view(xs.dtype), GUARD, xs, GUARD, n)
+        assert (out[:GUARD] == 9).all() and (out[GUARD + n :] == 9).all()
+        want = np.where(numbers, row[GUARD : GUARD + n], np.zeros((), dtype))
+        assert out[GUARD : GUARD + n].tobytes() == want.astype(dtype).tobytes()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)

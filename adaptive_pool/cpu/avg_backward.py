@@ -16,7 +16,8 @@ from .access import (
 )
 from .calls import run_chunks
 from .lanes import (
-    add_numbers, count_bits, count_ones, fill_run, number_word, plane_numbers, plane_row_words,
+    add_numbers, copy_numbers, count_bits, count_ones, fill_run, number_word, plane_numbers,
+    plane_row_words,
     run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
@@ -536,7 +537,7 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, pr
     x0, xn, xc, xd, xh, _ = xg
     r_lo, r_hi = _chunk(ch, nchunk, N * C * OD * OH)
     share = scratch(go, W)
-    eshare = np.empty(W if decodes(gi) and skip is None else 0, gi.dtype)
+    eshare = np.empty(W if decodes(gi) else 0, gi.dtype)
     col = np.empty(W if skip is not None else 0, np.int32)
     z = acc(go, 0)
     # with ``prefetch``, items of whole planes of x in one stream: the next plane prefetched as
@@ -563,10 +564,10 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, pr
             v = acc(go, (d1 - d0) * (h1 - h0))  # the integer volume, converted once
             for w in range(W):
                 share[w] = z + share[w] / v
-        if skip is None and decodes(gi):
+        if decodes(gi):
             # 16-bit shares encoded once, not once a row of the band (bfloat16 4x64x8x28x28 ->
-            # (1, None, None) 1.9-2.0x, 32x256x28x28 -> (1, None) 1.2-1.8x; the same with skipna,
-            # selected by x, slowed (1, None) down 2x: not done)
+            # (1, None, None) 1.9-2.0x, 32x256x28x28 -> (1, None) 1.2-1.8x), with skipna copied
+            # where x holds numbers (copy_numbers)
             store_row(eshare, 0, 1, W, share, 0)
         for d in range(d0, d1):
             for h in range(h0, h1):
@@ -575,7 +576,10 @@ def _avg_backward_columns_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, skip, pr
                     if end:  # (unguarded, in-cache calls took 1.15x as long)
                         pf = prefetch_to(x, pf, xb + d * xd + (h + 1) * xh, end,
                                          plane * x.itemsize)
-                    store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
+                    if decodes(gi):
+                        copy_numbers(gi, b, eshare, 0, x, xb + d * xd + h * xh, W)
+                    else:
+                        store_numbers(gi, b, 1, W, share, 0, x, xb + d * xd + h * xh, 1)
                 elif decodes(gi):
                     for w in range(W):
                         gi[np.uint64(b + w)] = eshare[w]

@@ -597,6 +597,32 @@ def run_fill(typingctx, dst, db, src, sb, n, share, other):
 
 
 @intrinsic
+def copy_numbers(typingctx, dst, db, row, rb, src, sb, n):
+    """``dst[db + i] = row[rb + i] if src[sb + i] is not NaN else +0.0`` (all bits clear) for
+    ``i < n``: a row of stored elements (``row``, ``dst``'s storage dtype) written where ``src``
+    holds numbers, 32 at a time (16-bit patterns tested as integers). The caller keeps every
+    run inside its array."""
+    if not (_storage(dst) and _storage(row) and _storage(src) and dst.dtype == row.dtype):
+        return None
+    i64 = types.int64
+
+    def codegen(context, builder, signature, args):
+        out = _Run(context, builder, signature.args[0], args[0], args[1])
+        kept = _Run(context, builder, signature.args[2], args[2], args[3])
+        run = _Run(context, builder, signature.args[4], args[4], args[5])
+        zero = ir.Constant(out.vec, None)
+
+        def block(off, mask, count):
+            ok = run.numbers(run.load(off, mask), None)
+            out.store(off, mask, builder.select(ok, kept.load(off, mask), zero), count)
+
+        _blocks(builder, args[6], block)
+        return context.get_dummy_value()
+
+    return types.none(dst, i64, row, i64, src, i64, i64), codegen
+
+
+@intrinsic
 def fill_run(typingctx, dst, b, n, v):
     """``dst[b + i] = v`` for ``i < n`` (a float32 or float64 array): with AVX-512 a 64-byte
     register at a time, the last one masked, so a run of a few elements is one store where
