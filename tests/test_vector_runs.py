@@ -227,6 +227,29 @@ def test_runs_and_rows_at_the_arrays_edges(dtype):
         assert np.array(plain[0], acc).tobytes() == np.array(want, acc).tobytes(), (nh, nw)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_rows_and_segments_skip_nan_without_avx512(dtype, monkeypatch):
+    """Compiled anew without AVX-512's masked loads (the 32 lanes at once), ``rows_sum`` and
+    ``add_segment`` with ``skip`` still skip NaN and count the numbers: the lane order of the
+    window's numbers (their registers-only path is AVX-512's alone)."""
+    from adaptive_pool.cpu import lanes  # noqa: PLC0415
+
+    monkeypatch.setattr(lanes, "NATIVE_MASKS", False)
+    rows = numba.njit(lambda x, b, nw, nh: rows_sum(x, b, nw, nh, nw, 1, 0, True))
+    segment = numba.njit(lambda a, x, n: add_segment(a, 0, x, 0, n, True))
+    rng = np.random.default_rng(17)
+    for nw, nh in [(8, 3), (13, 2), (40, 2)]:
+        x = rng.standard_normal(nw * nh).astype(dtype)
+        x[rng.random(x.size) < 0.3] = np.nan
+        want = np.array(lane_sum(x, dtype, skipna=True), dtype).tobytes()
+        total, count = rows(x, 0, nw, nh)
+        assert np.array(total, dtype).tobytes() == want, (nw, nh)
+        assert count == (~np.isnan(x)).sum()
+        a = np.zeros(32, dtype)
+        _, count = segment(a, x, x.size)
+        assert count == (~np.isnan(x)).sum() and not np.isnan(a).any()
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("nan_share", [0.0, 0.3])
 def test_window_of_rows_summed_in_lane_order(dtype, nan_share):

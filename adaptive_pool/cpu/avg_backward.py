@@ -17,8 +17,8 @@ from .access import (
 from .calls import run_chunks
 from .lanes import (
     add_numbers, copy_numbers, count_bits, count_ones, fill_run, number_word, plane_numbers,
-    plane_row_words,
-    run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks, vector_runs,
+    plane_row_words, run_count, run_fill, share_planes, store_bits, store_planes, sum_blocks,
+    vector_runs,
 )
 from .nan_counts import WORDS_LIMIT, _count_row, _word_spans
 from .work import (

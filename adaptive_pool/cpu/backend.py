@@ -499,15 +499,15 @@ class CpuBackend:
         # 2x2 11258 / 8952, 2x16x32x64x64 -> 8x4x4 2104 / 1671); in the cache it lost (4x8x64x64
         # -> 4x4 24 / 33), as did plain sums (direct 0.6-0.85x its time) and float32 (8 planes
         # side by side, 0.45-0.9x)
+        from_memory = n * c * d * h * w * itemsize > _CACHED_INPUT
         if (skipna and itemsize == 8 and NATIVE_MASKS and xg[5] == 1
-                and w >= _ROWWISE_WIDTH * ow and n * c * d * h * w * itemsize > _CACHED_INPUT):
+                and w >= _ROWWISE_WIDTH * ow and from_memory):
             return "rowwise"
         small = longest <= _PLANES_FIRST_WINDOW and d * h * w <= _PLANES_FIRST_PLANE
         # NaN-skipping windows one plane deep whose rows fill a register of lanes (float64 8
         # wide on average, float32 16, or 8 from memory): rows in registers (_SKIPNA_ROWS)
         rows_skipna = (skipna and od == d and not SPLIT_512 and itemsize in _SKIPNA_ROWS
-                       and w >= _SKIPNA_ROWS[itemsize][
-                           n * c * d * h * w * itemsize > _CACHED_INPUT] * ow)
+                       and w >= _SKIPNA_ROWS[itemsize][from_memory] * ow)
         planes_first = lanewise and (
             (skipna and not rows_skipna) or itemsize == 2
             or (SPLIT_512 and (itemsize != 8 or small))

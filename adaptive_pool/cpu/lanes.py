@@ -317,26 +317,32 @@ def _accumulate(builder, run, off, mask, acc, cnt):
 
 
 def _accumulate_lanes(builder, run, off, lo, hi, acc, cnt):
-    """:func:`_accumulate` with ``cnt`` of lanes ``lo <= i < hi`` only (lane ``i`` reads
-    ``run[off + i]``), one 64-byte register of accumulators at a time: a register that holds
-    none of those lanes is neither loaded nor tested nor added to (a float32 row of 16 is one
-    register of the two, a float64 row of 8 one of the four, where the 32-lane masked load,
-    test and add took them all: the NaN-skipping sums of rows window by window 1.3-2x faster,
-    row by row 1.06-1.17x). Each register's numbers are added by a masked add (the same bits:
-    a lane is never -0.0). With AVX-512 only (its masked loads)."""
+    """:func:`_accumulate` of lanes ``lo <= i < hi`` only (lane ``i`` reads ``run[off + i]``).
+    Counting numbers (``cnt``) with AVX-512, one 64-byte register of accumulators at a time: a
+    register that holds none of those lanes is neither loaded nor tested nor added to (a
+    float32 row of 16 is one register of the two, a float64 row of 8 one of the four, where
+    the 32-lane masked load, test and add took them all: the NaN-skipping sums of rows window
+    by window 1.3-2x faster, row by row 1.06-1.17x), each register's numbers added by a masked
+    add (the same bits: a lane is never -0.0). Plain sums (float64 2-D windows 1.09-1.23x by
+    register, but 3-D ones 0.74-0.85x, float32 0.97-1.00x) and targets without AVX-512 (whose
+    masked loads are slow: :meth:`_Run.load`) take the 32 lanes at once."""
+    if cnt is None or not NATIVE_MASKS:
+        _accumulate(builder, run, off, _lane_range(builder, lo, hi), acc, cnt)
+        return
     acc_ty = acc.type.pointee
     width = 8 if isinstance(acc_ty.element, ir.DoubleType) else 16
     i64, i32 = ir.IntType(64), ir.IntType(32)
-    zero, top = ir.Constant(i64, 0), ir.Constant(i64, width)
     for p in range(_LANES // width):
         first = ir.Constant(i64, p * width)
-        inside = builder.and_(builder.icmp_signed("<", lo, builder.add(first, top)),
-                              builder.icmp_signed(">", hi, first))
+        inside = builder.and_(
+            builder.icmp_signed("<", lo, ir.Constant(i64, (p + 1) * width)),
+            builder.icmp_signed(">", hi, first))
         with builder.if_then(inside):
-            a, b = builder.sub(lo, first), builder.sub(hi, first)
-            a = builder.select(builder.icmp_signed("<", a, zero), zero, a)
-            b = builder.select(builder.icmp_signed(">", b, top), top, b)
-            mask = _lane_range(builder, a, b, width)
+            # the register's lanes from max(lo, first) (unsigned compares: no negative bound)
+            a = builder.sub(lo, first)
+            a = builder.select(builder.icmp_signed("<", a, ir.Constant(i64, 0)),
+                               ir.Constant(i64, 0), a)
+            mask = _lane_range(builder, a, builder.sub(hi, first), width)
             v = _masked(builder, "load", ir.VectorType(run.vec.element, width),
                         run.part(builder.add(off, first), width), run.size, mask)
             d = _decode(builder, v, run.dtype, ir.VectorType(acc_ty.element, width))
@@ -465,12 +471,8 @@ def add_segment(typingctx, lanes, L, src, b, n, skip):
         cnt = cgutils.alloca_once_value(builder, ir.Constant(word, 0))
 
         def stretch(k, Lk, m):
-            if skip_on and NATIVE_MASKS:  # (without AVX-512 masked loads are slow: _Run.load)
-                _accumulate_lanes(builder, run, builder.sub(k, Lk), Lk, builder.add(Lk, m), acc,
-                                  cnt)
-                return
-            mask = _lane_range(builder, Lk, builder.add(Lk, m))
-            _accumulate(builder, run, builder.sub(k, Lk), mask, acc, None)
+            _accumulate_lanes(builder, run, builder.sub(k, Lk), Lk, builder.add(Lk, m), acc,
+                              cnt if skip_on else None)
 
         _stretches(builder, cgutils.alloca_once(builder, word), L, n, "add_segment", stretch)
         builder.store(builder.load(acc), home, align=align)
@@ -1061,14 +1063,8 @@ def rows_sum(typingctx, src, b, nw, nh, hstep, nd, dstep, skip):
 
         def segment(at, L, m):
             """Elements ``at .. at + m - 1`` into lanes ``L .. L + m - 1`` (``L + m <= 32``)."""
-            if skip_on and NATIVE_MASKS:
-                _accumulate_lanes(builder, run, builder.sub(at, L), L, builder.add(L, m), acc,
-                                  cnt)
-                return
-            # (plain sums by register: float64 2-D windows 1.09-1.23x, but 3-D ones
-            # 0.74-0.85x, float32 0.97-1.00x)
-            mask = _lane_range(builder, L, builder.add(L, m))
-            _accumulate(builder, run, builder.sub(at, L), mask, acc, None)
+            _accumulate_lanes(builder, run, builder.sub(at, L), L, builder.add(L, m), acc,
+                              cnt if skip_on else None)
 
         short = builder.icmp_signed("<=", nw, full)
         with cgutils.for_range(builder, nd) as ld:
