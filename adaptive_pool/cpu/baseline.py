@@ -1,7 +1,7 @@
 """The baseline CPU kernels: the first tier of :mod:`adaptive_pool.cpu.tiers`.
 
-One plain loop nest per algorithm, one output (forwards) or input element (backwards) at a
-time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`, a thread per
+One plain loop nest per algorithm, one output (forwards) or input element (the average
+backward) at a time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`, a thread per
 element) with loops over the axes in place of the grid. They compute the contract's
 operations in the contract's order, so their results are bit for bit those of the tuned
 kernels in :mod:`adaptive_pool.cpu.kernels`; what they leave out is what makes those slow to
@@ -185,10 +185,14 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, skip):
 @numba.njit(**_BASE)
 def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
     """Check every index against its window; return the C-order position of the first one
-    outside it (``gi`` untouched), else gather ``gi[i] = sum of go[o] over covering o with
-    ind[o] == i`` in ascending o and return -1."""
+    outside it (``gi`` untouched), else ``gi[i] = +0.0 + the go[o] with ind[o] == i`` in
+    ascending o (in the accumulation type, rounded once) and return -1.
+
+    The CUDA kernel gathers, a thread per element; serially, adding each output's gradient
+    into its plane's sums in ascending o is the same order, without a loop over each
+    element's covering windows (the gather took 0.2 us of a 1.5 us call on a 2x4x4 plane)."""
     N, C, D, H, W, OD, OH, OW = dims
-    sd, ed, ld, hd, sh, eh, lh, hh, sw, ew, lw, hw = axes_layout(dims)
+    sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
     g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
     i0, in_, ic, id_, ih_, iw_ = gig
@@ -205,23 +209,20 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
                     ):
                         return t
                     t += 1
+    sums = scratch(go, D * H * W)
     for p in range(N * C):
         n, c = p // C, p % C
         gb = g0 + n * gn + c * gc
         jb = j0 + n * jn + c * jc
+        sums[:] = 0
+        for od in range(OD):
+            for oh in range(OH):
+                for ow in range(OW):
+                    sums[np.int64(ind[jb + od * jd + oh * jh + ow * jw])] += get(
+                        go, gb + od * gd + oh * gh + ow * gw)
+        ib = i0 + n * in_ + c * ic
         for d in range(D):
-            od0, od1 = tab[ld + d], tab[hd + d]
             for h in range(H):
-                oh0, oh1 = tab[lh + h], tab[hh + h]
                 for w in range(W):
-                    k = (d * H + h) * W + w
-                    s = acc(go, 0)
-                    for od in range(od0, od1):
-                        for oh in range(oh0, oh1):
-                            gr = gb + od * gd + oh * gh
-                            jr = jb + od * jd + oh * jh
-                            for ow in range(tab[lw + w], tab[hw + w]):
-                                if np.int64(ind[jr + ow * jw]) == k:
-                                    s += get(go, gr + ow * gw)
-                    put(gi, i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_, s)
+                    put(gi, ib + d * id_ + h * ih_ + w * iw_, sums[(d * H + h) * W + w])
     return -1
