@@ -785,9 +785,9 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     slabs = prefetch and fused and x_run and D > 1
     # an item's gradients, 8 planes of one run, prefetched as it starts where they are 512
     # bytes to 4 KiB: the shares' loads of them waited otherwise (one thread, float32
-    # 64x512x14x14 -> 5x5 NaN-skipping 4.5 -> 4.0 ms; A/B, two threads: 1.12-1.16x, float64
-    # 1.25-1.30x, plain 1.02-1.10x; 288 bytes (-> 3x3) and 31 KiB (16x64x33x36 -> 36x27)
-    # 0.97-0.99x, Zen 5)
+    # 64x512x14x14 -> 5x5 NaN-skipping 4.5 -> 4.0 ms; A/B, two threads: 1.12-1.18x, float64
+    # 1.25-1.30x, plain 1.02-1.13x; 288 bytes (-> 3x3) and 31 KiB (16x64x33x36 -> 36x27)
+    # 0.92-0.99x, Zen 5)
     g_block = LANES * gc * go.itemsize
     g_ahead = gw == 1 and gc == OD * OH * OW and 512 <= g_block <= 4096
     nxb = nnl = 0
