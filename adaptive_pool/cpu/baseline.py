@@ -1,8 +1,9 @@
 """The baseline CPU kernels: the first tier of :mod:`adaptive_pool.cpu.tiers`.
 
 One plain loop nest per algorithm, one output (forwards) or input element (the average
-backward) at a time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`, a thread per
-element) with loops over the axes in place of the grid. They compute the contract's
+backward) at a time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`,
+a thread per element) with loops over the axes in place of the grid, but for the max
+backward, which adds into a plane of sums (the same order). They compute the contract's
 operations in the contract's order, so their results are bit for bit those of the tuned
 kernels in :mod:`adaptive_pool.cpu.kernels`; what they leave out is what makes those slow to
 compile (vector code, loop orders, blocking, threads). One compiles cold in about a second
