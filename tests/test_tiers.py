@@ -118,6 +118,23 @@ def test_baseline_max_backward_checks_its_indices(monkeypatch):
     ap.clear_cache()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_baseline_max_backward_of_planes_too_large_to_sum(dtype, monkeypatch):
+    """Planes above ``baseline.SUMMED_PLANE`` elements take the gather: the same bits."""
+    side = int(np.sqrt(baseline.SUMMED_PLANE)) + 8
+    x = rand((1, 1, side, side), dtype)
+    m, i = ap.adaptive_max_pool2d(x, (7, 9))
+    g = rand(m.shape, dtype, seed=2)
+    want = ap.adaptive_max_pool2d_backward(g, x, i)
+    monkeypatch.setattr(tiers, "MODE", "baseline")
+    ap.clear_cache()
+    try:
+        got = ap.adaptive_max_pool2d_backward(g, x, i)
+    finally:
+        ap.clear_cache()
+    np.testing.assert_array_equal(bits(got), bits(want))
+
+
 class _Spy:
     """Stands in for :mod:`adaptive_pool.cpu.baseline`, counting the calls of its kernels."""
 

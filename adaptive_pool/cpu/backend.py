@@ -16,6 +16,7 @@ from ..limits import host_memory_available
 from . import baseline, calls, kernels, relayout, results, tiers, tiny
 from .access import _CPU, NATIVE_MASKS, SPLIT_512
 from .avg_backward_blocks import BLOCK
+from .baseline import SUMMED_PLANE
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -860,8 +861,11 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
 
+        kernel = (baseline.max_pool_backward if plane <= SUMMED_PLANE
+                  else baseline.max_pool_backward_gather)
+
         def base(gf, jf, if_):
-            return baseline.max_pool_backward(gf, gg, jf, jg, if_, ig, tab, dims)
+            return kernel(gf, gg, jf, jg, if_, ig, tab, dims)
 
         # (each chunk keeps a plane of sums)
         sparse = (plane <= _SPARSE_PLANE and plane * self._chunks(planes) <= _SPARSE_SCRATCH

@@ -3,12 +3,13 @@
 One plain loop nest per algorithm, one output (forwards) or input element (the average
 backward) at a time, serial: the CUDA kernels' algorithms (:mod:`adaptive_pool.cuda.kernels`,
 a thread per element) with loops over the axes in place of the grid, but for the max
-backward, which adds into a plane of sums (the same order). They compute the contract's
-operations in the contract's order, so their results are bit for bit those of the tuned
-kernels in :mod:`adaptive_pool.cpu.kernels`; what they leave out is what makes those slow to
-compile (vector code, loop orders, blocking, threads). One compiles cold in about a second
-where a tuned kernel takes 2-10 s, so a process whose cache lacks a tuned kernel answers its
-first calls with these while the tuned one compiles in the background; they run 5-50x slower.
+backward of planes up to a million elements, which adds into a plane of sums (the same
+order). They compute the contract's operations in the contract's order, so their results are
+bit for bit those of the tuned kernels in :mod:`adaptive_pool.cpu.kernels`; what they leave
+out is what makes those slow to compile (vector code, loop orders, blocking, threads). One
+compiles cold in about a second where a tuned kernel takes 2-10 s, so a process whose cache
+lacks a tuned kernel answers its first calls with these while the tuned one compiles in the
+background; they run 5-50x slower.
 
 Arrays are flat storage with geometry tuples ``(offset, sN, sC, sD, sH, sW)`` in elements and
 ``dims = (N, C, D, H, W, OD, OH, OW)``, as for every kernel; ``skip`` is
@@ -23,7 +24,8 @@ import numpy as np
 from ..windows import axes_layout, index_in_window
 from .access import acc, get, put, scratch
 
-__all__ = ["avg_pool", "avg_pool_backward", "max_pool", "max_pool_backward"]
+__all__ = ["avg_pool", "avg_pool_backward", "max_pool", "max_pool_backward",
+           "max_pool_backward_gather"]
 
 _BASE = dict(nogil=True, cache=True, error_model="numpy")
 
@@ -183,20 +185,18 @@ def max_pool(x, xg, y, yg, ind, ig, tab, dims, skip):
                     ind[jr + ow * jw] = bk
 
 
-@numba.njit(**_BASE)
-def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
-    """Check every index against its window; return the C-order position of the first one
-    outside it (``gi`` untouched), else ``gi[i] = +0.0 + the go[o] with ind[o] == i`` in
-    ascending o (in the accumulation type, rounded once) and return -1.
+#: The largest plane (elements) whose baseline max backward adds into a plane of sums
+#: (:func:`max_pool_backward`); the backend sends larger ones to the gather
+#: (:func:`max_pool_backward_gather`), whose scratch does not grow with the plane.
+SUMMED_PLANE = 1 << 20
 
-    The CUDA kernel gathers, a thread per element; serially, adding each output's gradient
-    into its plane's sums in ascending o is the same order, without a loop over each
-    element's covering windows (the gather took 0.2 us of a 1.5 us call on a 2x4x4 plane)."""
+
+@numba.njit(**_BASE)
+def _first_bad(ind, ig, tab, dims):
+    """The C-order position of the first index outside its window, or -1."""
     N, C, D, H, W, OD, OH, OW = dims
     sd, ed, _, _, sh, eh, _, _, sw, ew, _, _ = axes_layout(dims)
-    g0, gn, gc, gd, gh, gw = gog
     j0, jn, jc, jd, jh, jw = ig
-    i0, in_, ic, id_, ih_, iw_ = gig
     t = 0
     for p in range(N * C):
         jb = j0 + (p // C) * jn + (p % C) * jc
@@ -210,6 +210,26 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
                     ):
                         return t
                     t += 1
+    return -1
+
+
+@numba.njit(**_BASE)
+def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
+    """Check every index against its window; return the C-order position of the first one
+    outside it (``gi`` untouched), else ``gi[i] = +0.0 + the go[o] with ind[o] == i`` in
+    ascending o (in the accumulation type, rounded once) and return -1.
+
+    Each output's gradient is added into its plane's sums in ascending o: the order of the
+    CUDA kernel's gather (a thread per element) without a loop over each element's covering
+    windows (the gather took 0.17 us of a 1.47 us call on a 2x4x4 plane). For planes of at
+    most :data:`SUMMED_PLANE` elements (a scratch plane)."""
+    t = _first_bad(ind, ig, tab, dims)
+    if t >= 0:
+        return t
+    N, C, D, H, W, OD, OH, OW = dims
+    g0, gn, gc, gd, gh, gw = gog
+    j0, jn, jc, jd, jh, jw = ig
+    i0, in_, ic, id_, ih_, iw_ = gig
     sums = scratch(go, D * H * W)
     for p in range(N * C):
         n, c = p // C, p % C
@@ -226,4 +246,38 @@ def max_pool_backward(go, gog, ind, ig, gi, gig, tab, dims):
             for h in range(H):
                 for w in range(W):
                     put(gi, ib + d * id_ + h * ih_ + w * iw_, sums[(d * H + h) * W + w])
+    return -1
+
+
+@numba.njit(**_BASE)
+def max_pool_backward_gather(go, gog, ind, ig, gi, gig, tab, dims):
+    """:func:`max_pool_backward` for planes of any size: each element gathers ``go[o]`` over
+    the covering o with ``ind[o] == i``, in ascending o."""
+    t = _first_bad(ind, ig, tab, dims)
+    if t >= 0:
+        return t
+    N, C, D, H, W, OD, OH, OW = dims
+    _, _, ld, hd, _, _, lh, hh, _, _, lw, hw = axes_layout(dims)
+    g0, gn, gc, gd, gh, gw = gog
+    j0, jn, jc, jd, jh, jw = ig
+    i0, in_, ic, id_, ih_, iw_ = gig
+    for p in range(N * C):
+        n, c = p // C, p % C
+        gb = g0 + n * gn + c * gc
+        jb = j0 + n * jn + c * jc
+        for d in range(D):
+            od0, od1 = tab[ld + d], tab[hd + d]
+            for h in range(H):
+                oh0, oh1 = tab[lh + h], tab[hh + h]
+                for w in range(W):
+                    k = (d * H + h) * W + w
+                    s = acc(go, 0)
+                    for od in range(od0, od1):
+                        for oh in range(oh0, oh1):
+                            gr = gb + od * gd + oh * gh
+                            jr = jb + od * jd + oh * jh
+                            for ow in range(tab[lw + w], tab[hw + w]):
+                                if np.int64(ind[jr + ow * jw]) == k:
+                                    s += get(go, gr + ow * gw)
+                    put(gi, i0 + n * in_ + c * ic + d * id_ + h * ih_ + w * iw_, s)
     return -1
