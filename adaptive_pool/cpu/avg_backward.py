@@ -788,8 +788,7 @@ def _avg_backward_lanes_chunk(ch, go, gog, gi, gig, tab, dims, x, xg, cnt, skip,
     # 64x512x14x14 -> 5x5 NaN-skipping 4.5 -> 4.0 ms; A/B, two threads: 1.12-1.18x, float64
     # 1.25-1.30x, plain 1.02-1.13x; 288 bytes (-> 3x3) and 31 KiB (16x64x33x36 -> 36x27)
     # 0.92-0.99x, Zen 5)
-    g_block = LANES * gc * go.itemsize
-    g_ahead = gw == 1 and gc == OD * OH * OW and 512 <= g_block <= 4096
+    g_ahead = gw == 1 and gc == OD * OH * OW and 512 <= LANES * gc * go.itemsize <= 4096
     nxb = nnl = 0
     for it in range(it_lo, it_hi):
         c0 = cb * LANES

@@ -16,7 +16,6 @@ from ..limits import host_memory_available
 from . import baseline, calls, kernels, relayout, results, tiers, tiny
 from .access import _CPU, NATIVE_MASKS, SPLIT_512
 from .avg_backward_blocks import BLOCK
-from .baseline import SUMMED_PLANE
 from .lanes import vector_runs
 
 __all__ = ["CpuBackend", "BACKEND"]
@@ -861,7 +860,7 @@ class CpuBackend:
         n, c, d, h, w, od, oh, ow = dims
         planes, plane = n * c, d * h * w
 
-        kernel = (baseline.max_pool_backward if plane <= SUMMED_PLANE
+        kernel = (baseline.max_pool_backward if plane <= baseline.SUMMED_PLANE
                   else baseline.max_pool_backward_gather)
 
         def base(gf, jf, if_):

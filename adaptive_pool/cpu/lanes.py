@@ -158,8 +158,7 @@ def _tail(builder, run, acc, cnt, off, r, width):
         a = builder.load(at, align=run.size)
         if cnt is not None:
             ok = builder.and_(builder.fcmp_ordered("ord", v, v), mask)
-            bits = _popcount(builder, builder.bitcast(ok, ir.IntType(width)))
-            builder.store(builder.add(builder.load(cnt), builder.zext(bits, i64)), cnt)
+            builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
             builder.store(builder.select(ok, builder.fadd(a, v), a), at, align=run.size)
         else:
             builder.store(builder.fadd(a, v), at, align=run.size)
@@ -289,8 +288,8 @@ def _popcount(builder, v):
 
 
 def _count(builder, ok):
-    """How many lanes of ``ok`` are set, as an int64."""
-    bits = _popcount(builder, builder.bitcast(ok, ir.IntType(_LANES)))
+    """How many lanes of ``ok`` (a vector of i1) are set, as an int64."""
+    bits = _popcount(builder, builder.bitcast(ok, ir.IntType(ok.type.count)))
     return builder.zext(bits, ir.IntType(64))
 
 
@@ -347,8 +346,7 @@ def _accumulate_lanes(builder, run, off, lo, hi, acc, cnt):
                         run.part(builder.add(off, first), width), run.size, mask)
             d = _decode(builder, v, run.dtype, ir.VectorType(acc_ty.element, width))
             ok = run.numbers(v, mask)
-            bits = _popcount(builder, builder.bitcast(ok, ir.IntType(width)))
-            builder.store(builder.add(builder.load(cnt), builder.zext(bits, i64)), cnt)
+            builder.store(builder.add(builder.load(cnt), _count(builder, ok)), cnt)
             whole = builder.load(acc)
             part = ir.Constant(ir.VectorType(i32, width), list(range(p * width, (p + 1) * width)))
             old = builder.shuffle_vector(whole, whole, part)
