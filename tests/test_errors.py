@@ -178,6 +178,64 @@ def test_out_of_window_index_is_an_index_error_and_nothing_is_written(layout):
             assert (out == 7.0).all()
 
 
+def _in_window(value, at, in_sizes, out_sizes):
+    """Whether flat index ``value`` lies in the window of output cell ``at`` (its spatial
+    position), in Python integers: the oracle of the adversarial test below."""
+    if not 0 <= value < int(np.prod(in_sizes)):
+        return False
+    for o, i_size, o_size in zip(reversed(at), reversed(in_sizes), reversed(out_sizes)):
+        value, e = divmod(value, i_size)
+        if not (o * i_size // o_size <= e < -(-(o + 1) * i_size // o_size)):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("in_sizes,out_sizes", [
+    ((100,), (7,)),            # planes of one row, checked as one run
+    ((300,), (70,)),           # planes of one row with 64 outputs or more, plane by plane
+    ((12, 10), (5, 3)),        # one division an index
+    ((6, 7, 5), (4, 3, 2)),    # two divisions an index
+], ids=["1d", "1d-planes", "2d", "3d"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_indices_outside_their_window_are_rejected_whatever_their_value(
+        in_sizes, out_sizes, index_dtype):
+    """The sparse max backward divides indices through float reciprocals and recomputes the
+    remainders exactly; an int32 index is not clamped first. Values that wrap, round or land in
+    another cell's window are all rejected, at their position."""
+    rank = len(in_sizes)
+    fwd = getattr(ap, f"adaptive_max_pool{rank}d")
+    bwd = getattr(ap, f"adaptive_max_pool{rank}d_backward")
+    x = np.random.default_rng(5).standard_normal((2, 4, *in_sizes)).astype(F32)
+    _, idx = fwd(x, out_sizes, index_dtype=index_dtype)
+    g = np.ones(idx.shape, F32)
+    plane = int(np.prod(in_sizes))
+    at = (1, 2, *[o // 2 for o in out_sizes])
+    v = int(idx[at])
+    top = np.iinfo(np.int32)
+    values = {top.min, top.min + v, -1, -v - 1, plane, plane + v, top.max, v + 2**24,
+              v + 2**25 + 1, top.max - (top.max - v) % plane, v - in_sizes[-1],
+              v + in_sizes[-1], v + 1, v - 1, v + plane // in_sizes[0]}
+    # just outside the window along one axis, inside the plane
+    stride, rest = 1, v
+    for o, i_size, o_size in zip(reversed(at[2:]), reversed(in_sizes), reversed(out_sizes)):
+        rest, e = divmod(rest, i_size)
+        lo, hi = o * i_size // o_size, -(-(o + 1) * i_size // o_size)
+        values |= {v - (e - lo + 1) * stride, v + (hi - e) * stride}
+        stride *= i_size
+    if index_dtype == np.int64:
+        values |= {v + 2**32, v - 2**32, 2**40 + v, np.iinfo(np.int64).min}
+    tried = 0
+    for value in sorted(values):
+        if _in_window(value, at[2:], in_sizes, out_sizes):
+            continue
+        wrong = idx.copy()
+        wrong[at] = value
+        check(IndexError, "indices", bwd, g, x, wrong,
+              contains=[str(list(at)), f"= {value}"])
+        tried += 1
+    assert tried >= 10
+
+
 def test_first_bad_index_is_reported():
     _, idx = mx(X3, 2)
     idx = idx.copy()
