@@ -13,6 +13,7 @@ from adaptive_pool.errors import (
     AdaptivePoolValueError,
     MissingArgumentError,
 )
+from reference import window
 from support import F32, F64, INVALID, MISSING, channels_last, check
 
 def test_exception_hierarchy():
@@ -185,7 +186,8 @@ def _in_window(value, at, in_sizes, out_sizes):
         return False
     for o, i_size, o_size in zip(reversed(at), reversed(in_sizes), reversed(out_sizes)):
         value, e = divmod(value, i_size)
-        if not (o * i_size // o_size <= e < -(-(o + 1) * i_size // o_size)):
+        lo, hi = window(o, i_size, o_size)
+        if not lo <= e < hi:
             return False
     return True
 
@@ -219,7 +221,7 @@ def test_indices_outside_their_window_are_rejected_whatever_their_value(
     stride, rest = 1, v
     for o, i_size, o_size in zip(reversed(at[2:]), reversed(in_sizes), reversed(out_sizes)):
         rest, e = divmod(rest, i_size)
-        lo, hi = o * i_size // o_size, -(-(o + 1) * i_size // o_size)
+        lo, hi = window(o, i_size, o_size)
         values |= {v - (e - lo + 1) * stride, v + (hi - e) * stride}
         stride *= i_size
     if index_dtype == np.int64:

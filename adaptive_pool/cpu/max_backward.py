@@ -186,7 +186,7 @@ def _check_plane(src, b, m, mp, plane, W, H, rw, rh, lo, nn, keys):
     exact modulo ``2**32``, so an index that passes the three window tests is congruent modulo
     ``2**32`` to ``(d * H + h) * W + w``, an index inside the window, and, being an int32,
     equal to it. Without the clamp (three of some 30 vector instructions a block of 16) the
-    check of float32 4x64x8x28x28 -> (1, None, None) took 29 us instead of 38 (one thread,
+    check of float32 4x64x8x28x28 -> (1, None, None) took 27 us instead of 38 (one thread,
     Zen 5); ``tests/test_errors.py`` tries wrapping, rounding and neighbouring values.
 
     One loop over the outputs in int32 that vectorises, where the same check output by output,
