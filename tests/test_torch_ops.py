@@ -328,6 +328,35 @@ def test_calls_without_history_skip_the_dispatcher_but_not_modes_or_tracing(kind
     torch.testing.assert_close(got_grad, want_grad, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("skipna", [False, True], ids=["plain", "skipna"])
+def test_calls_with_history_run_the_kernel_under_the_operators_rule(kind, skipna):
+    """Eager autograd runs the operator's kernel through an ``autograd.Function`` with the
+    operator's own autograd rule, without the custom operator's dispatch: the same values,
+    gradients and second derivatives, bit for bit, as the registered operator."""
+    x = make((2, 3, 8, 9), torch.float64, distinct=True)
+    x[0, 1, 2, 3] = x[1, 2, 7, 8] = float("nan")
+    top = getattr(ap, f"adaptive_{kind}_pool2d")
+    if kind == "avg":
+        ours_ = lambda t: top(t, (3, 4), skipna=skipna)  # noqa: E731
+        registered = lambda t: ops.avg_pool(t, [3, 4], skipna)  # noqa: E731
+    else:
+        ours_ = lambda t: top(t, (3, 4), skipna=skipna, index_dtype=np.int64)[0]  # noqa: E731
+        registered = lambda t: ops.max_pool(t, [3, 4], torch.int64, skipna)[0]  # noqa: E731
+    results = []
+    for f in (ours_, registered):
+        xg = x.clone().requires_grad_()
+        y = f(xg)
+        g = make(y.shape, torch.float64, seed=1, requires_grad=True)
+        (gx,) = torch.autograd.grad(y, xg, g, create_graph=True)
+        (gg,) = torch.autograd.grad((gx * make(x.shape, torch.float64, seed=2)).nansum(), g)
+        results.append((y, gx, gg, type(y.grad_fn).__name__))
+    (y, gx, gg, node), (y_r, gx_r, gg_r, node_r) = results
+    assert node.startswith("_Eager") and not node_r.startswith("_Eager")
+    for a, b in ((y, y_r), (gx, gx_r), (gg, gg_r)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+
+
 def test_import_adaptive_pool_does_not_import_torch():
     code = "import sys, adaptive_pool; assert 'torch' not in sys.modules, 'torch imported'"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

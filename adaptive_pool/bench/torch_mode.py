@@ -128,7 +128,8 @@ def suite_rows(shapes, dtype: str, device: str, repeats: int) -> list[list[str]]
 
 
 def overhead_rows(device: str, repeats: int, number: int) -> list[list[str]]:
-    """Microseconds per call of a (1, 1, 2, 2) -> 1x1 average pool through each layer."""
+    """Microseconds per call of a (1, 1, 2, 2) -> 1x1 average pool through each layer (and a
+    training step's forward and backward through ours and PyTorch's)."""
     import torch  # noqa: PLC0415
 
     import adaptive_pool as ap  # noqa: PLC0415
@@ -144,6 +145,10 @@ def overhead_rows(device: str, repeats: int, number: int) -> list[list[str]]:
         ("torch.ops.adaptive_pool.avg_pool (bare op)", lambda: op(x, [1, 1])),
         ("  the same, input requires grad (autograd node)", lambda: op(xg, [1, 1])),
         ("adaptive_pool.adaptive_avg_pool2d (tensor in)", lambda: ap.adaptive_avg_pool2d(x, 1)),
+        ("torch.nn.functional.adaptive_avg_pool2d, forward and backward",
+         lambda: F.adaptive_avg_pool2d(xg, 1).sum().backward()),
+        ("adaptive_pool.torch.adaptive_avg_pool2d, forward and backward",
+         lambda: apt.adaptive_avg_pool2d(xg, 1).sum().backward()),
     ]
     if device == "cpu":
         a = x.numpy()

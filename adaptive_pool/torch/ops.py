@@ -83,26 +83,35 @@ def _keep(key: Optional[tuple], ex: Any, *inputs: np.ndarray) -> None:
         keep_prepared(key, ex, *inputs, order=key[0])
 
 
-def call(op: Any, *args: Any) -> Any:
-    """``op(*args)``: a registered operator, or its kernel called straight where nothing would
-    see the difference: plain tensors none of which records autograd history, outside
-    ``torch.func`` transforms, compilation, tracing and torch function or dispatch modes.
-    The dispatch of a ``custom_op`` cost 60-80 us of a 80-100 us call on a tiny tensor (Zen 3;
-    an ``autograd.Function`` more still), the kernel 14 us: inference, and the backwards that
-    autograd runs without ``create_graph``, skip it."""
-    grad = torch.is_grad_enabled()
-    for a in args:  # (a loop: generator expressions cost 0.5 us of a 9 us call)
-        if isinstance(a, Tensor) and (type(a) is not Tensor or (grad and a.requires_grad)):
-            return op(*args)
-    if (
+def _unwatched() -> bool:
+    """Whether nothing would see an operator's kernel run in its place: no ``torch.func``
+    transform, compilation, tracing, or torch function or dispatch mode."""
+    return not (
         torch._C._are_functorch_transforms_active()
         or torch.compiler.is_compiling()
         or torch.jit.is_tracing()
         or torch._C._len_torch_dispatch_stack()
         or torch._C._len_torch_function_stack()
-    ):
+    )
+
+
+def call(op: Any, *args: Any) -> Any:
+    """``op(*args)``: a registered operator, or, on plain tensors where :func:`_unwatched`,
+    its kernel called straight, through an ``autograd.Function`` with the operator's own
+    autograd rule where a tensor records autograd history (:data:`_EAGER`). The dispatch of
+    a ``custom_op`` cost 60-80 us of a 80-100 us call on a tiny tensor (Zen 3), the kernel 14
+    us; with autograd, a forward and backward on a 1x1x8x8 float32 tensor took 48 us through
+    the operators and 29 through the Functions (PyTorch's own 16; Zen 5)."""
+    grad = torch.is_grad_enabled()
+    record = False
+    for a in args:  # (a loop: generator expressions cost 0.5 us of a 9 us call)
+        if isinstance(a, Tensor):
+            if type(a) is not Tensor:
+                return op(*args)
+            record = record or (grad and a.requires_grad)
+    if not _unwatched():
         return op(*args)
-    return _KERNELS[op](*args)
+    return _EAGER[op].apply(*args) if record else _KERNELS[op](*args)
 
 
 def _pooled_shape(x: Tensor, output_size: list[int]) -> list[Any]:
@@ -315,6 +324,34 @@ _KERNELS = {
     avg_pool_backward: _avg_pool_backward,
     max_pool: _max_pool,
     max_pool_backward: _max_pool_backward,
+}
+
+
+def _eager(kernel: Any, setup: Any, grad: Any) -> type:
+    """An ``autograd.Function`` running ``kernel`` with the autograd rule ``setup`` /
+    ``grad`` that its operator registers. Its ``forward`` takes ``ctx`` and calls ``setup``
+    itself: a Function with a ``setup_context`` binds its arguments to the forward's signature
+    through ``inspect`` at each call (the transforms' Functions, :mod:`._functorch`, need that
+    form), which took the tiny forward and backward to 78 us."""
+
+    def forward(ctx: Any, *args: Any) -> Any:
+        out = kernel(*args)
+        setup(ctx, args, out)
+        return out
+
+    return type(f"_Eager{kernel.__name__}", (torch.autograd.Function,), {
+        "forward": staticmethod(forward), "backward": staticmethod(grad),
+    })
+
+
+#: Each operator's kernel with its autograd rule, for :func:`call` in eager autograd.
+_EAGER = {
+    avg_pool: _eager(_avg_pool, _avg_pool_setup, _avg_pool_grad),
+    avg_pool_backward: _eager(_avg_pool_backward, _avg_pool_backward_setup,
+                              _avg_pool_backward_grad),
+    max_pool: _eager(_max_pool, _max_pool_setup, _max_pool_grad),
+    max_pool_backward: _eager(_max_pool_backward, _max_pool_backward_setup,
+                              _max_pool_backward_grad),
 }
 
 
