@@ -6,9 +6,10 @@ The ``autograd.Function`` that ``register_autograd`` generates has no ``setup_co
 open in 2.13). While a transform is active the wrappers go through the Functions below instead:
 their forwards call the same registered operators, their backwards the same backward operators
 (through these Functions again, for higher derivatives), and their vmap rule is generated from
-the forward, i.e. it is the operators' own ``register_vmap`` rule. Outside transforms (eager
-autograd, ``torch.compile``) the registered operators are called directly, or their kernels
-where no autograd history is recorded (:func:`~adaptive_pool.torch.ops.call`).
+the forward, i.e. it is the operators' own ``register_vmap`` rule. Outside transforms
+:func:`~adaptive_pool.torch.ops.call` decides: the registered operators under
+``torch.compile``, tracing and modes, else their kernels, through ``autograd.Function``\ s of
+their own where autograd history is recorded.
 """
 
 from typing import Any

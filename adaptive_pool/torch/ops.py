@@ -100,8 +100,8 @@ def call(op: Any, *args: Any) -> Any:
     its kernel called straight, through an ``autograd.Function`` with the operator's own
     autograd rule where a tensor records autograd history (:data:`_EAGER`). The dispatch of
     a ``custom_op`` cost 60-80 us of a 80-100 us call on a tiny tensor (Zen 3), the kernel 14
-    us; with autograd, a forward and backward on a 1x1x8x8 float32 tensor took 48 us through
-    the operators and 29 through the Functions (PyTorch's own 16; Zen 5)."""
+    us; with autograd, a forward and backward on a 1x1x8x8 float32 tensor took 50 us through
+    the operators and 31 through the Functions (PyTorch's own 17; Zen 5)."""
     grad = torch.is_grad_enabled()
     record = False
     for a in args:  # (a loop: generator expressions cost 0.5 us of a 9 us call)
