@@ -8,8 +8,8 @@ their forwards call the same registered operators, their backwards the same back
 (through these Functions again, for higher derivatives), and their vmap rule is generated from
 the forward, i.e. it is the operators' own ``register_vmap`` rule. Outside transforms
 :func:`~adaptive_pool.torch.ops.call` decides: the registered operators under
-``torch.compile``, tracing and modes, else their kernels, through ``autograd.Function``\ s of
-their own where autograd history is recorded.
+``torch.compile``, tracing and modes, else their kernels (each through an
+``autograd.Function`` of its own where autograd history is recorded).
 """
 
 from typing import Any
