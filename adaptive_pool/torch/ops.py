@@ -212,10 +212,6 @@ def _avg_pool_backward_grad(ctx: Any, grad: Tensor) -> tuple:
     return torch.where(reached, pooled, torch.zeros_like(pooled)), None, None, None
 
 
-avg_pool.register_autograd(_avg_pool_grad, setup_context=_avg_pool_setup)
-avg_pool_backward.register_autograd(_avg_pool_backward_grad, setup_context=_avg_pool_backward_setup)
-
-
 # -- max ----------------------------------------------------------------------------------------
 def _max_pool(
     x: Tensor, output_size: list[int], index_dtype: torch.dtype, skipna: bool = False
@@ -314,16 +310,12 @@ def _max_pool_backward_grad(ctx: Any, grad: Tensor) -> tuple:
     return picked.reshape(indices.shape), None, None, None
 
 
-max_pool.register_autograd(_max_pool_grad, setup_context=_max_pool_setup)
-max_pool_backward.register_autograd(_max_pool_backward_grad, setup_context=_max_pool_backward_setup)
-
-
-#: Each registered operator's kernel, for :func:`call`.
-_KERNELS = {
-    avg_pool: _avg_pool,
-    avg_pool_backward: _avg_pool_backward,
-    max_pool: _max_pool,
-    max_pool_backward: _max_pool_backward,
+#: Each registered operator's kernel and autograd rule (``setup_context``, backward).
+_RULES = {
+    avg_pool: (_avg_pool, _avg_pool_setup, _avg_pool_grad),
+    avg_pool_backward: (_avg_pool_backward, _avg_pool_backward_setup, _avg_pool_backward_grad),
+    max_pool: (_max_pool, _max_pool_setup, _max_pool_grad),
+    max_pool_backward: (_max_pool_backward, _max_pool_backward_setup, _max_pool_backward_grad),
 }
 
 
@@ -344,15 +336,12 @@ def _eager(kernel: Any, setup: Any, grad: Any) -> type:
     })
 
 
-#: Each operator's kernel with its autograd rule, for :func:`call` in eager autograd.
-_EAGER = {
-    avg_pool: _eager(_avg_pool, _avg_pool_setup, _avg_pool_grad),
-    avg_pool_backward: _eager(_avg_pool_backward, _avg_pool_backward_setup,
-                              _avg_pool_backward_grad),
-    max_pool: _eager(_max_pool, _max_pool_setup, _max_pool_grad),
-    max_pool_backward: _eager(_max_pool_backward, _max_pool_backward_setup,
-                              _max_pool_backward_grad),
-}
+for _op, (_, _setup, _grad) in _RULES.items():
+    _op.register_autograd(_grad, setup_context=_setup)
+
+#: For :func:`call`: each operator's kernel, and its kernel under its autograd rule.
+_KERNELS = {op: kernel for op, (kernel, _, _) in _RULES.items()}
+_EAGER = {op: _eager(*rule) for op, rule in _RULES.items()}
 
 
 # -- vmap: the vmapped axis joins the channels (pooling treats every plane alike) ---------------
